@@ -1,0 +1,1 @@
+"""relaxjax: compile numerical Python once for every value of its symbolic dimensions."""

@@ -1,0 +1,1 @@
+"""relaxjax.backends"""

@@ -1,0 +1,29 @@
+"""Test-wide configuration: a deterministic hypothesis profile for CI and jax in x64 mode."""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=40,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile("dev", deadline=None, max_examples=40)
+settings.register_profile("exhaustive", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _jax_x64():
+    """API.md: dtype results follow jax.numpy with 64-bit types enabled."""
+    try:
+        import jax
+    except ImportError:  # jax is the oracle; tests that need it import it themselves
+        return
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
