@@ -1,1 +1,43 @@
-"""relaxjax.ops"""
+"""relaxjax.ops: every operator, defined once (shape rule, numpy reference, lowering).
+
+Importing the package registers every op; look them up with :func:`get` and
+:func:`registry`.
+"""
+
+from relaxjax.ops import creation, elementwise, nn
+from relaxjax.ops.base import (
+    PATTERNS,
+    InferContext,
+    Op,
+    as_tensor_info,
+    broadcast_infos,
+    broadcast_shapes,
+    fail,
+    get,
+    normalize_axis,
+    promote_types,
+    register,
+    registry,
+    require,
+    tensor_args,
+)
+
+__all__ = [
+    "creation",
+    "elementwise",
+    "nn",
+    "PATTERNS",
+    "InferContext",
+    "Op",
+    "as_tensor_info",
+    "broadcast_infos",
+    "broadcast_shapes",
+    "fail",
+    "get",
+    "normalize_axis",
+    "promote_types",
+    "register",
+    "registry",
+    "require",
+    "tensor_args",
+]

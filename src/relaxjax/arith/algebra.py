@@ -1,0 +1,289 @@
+"""Canonicalising constructors: every arithmetic operation on dims goes through here.
+
+Each function takes canonical dims and returns the canonical dim of the result,
+a plain ``int`` whenever the result is constant. Rules, each exact for every
+integer value of the symbols (Python floor semantics):
+
+- sums and products expand into the polynomial normal form (:mod:`.terms`);
+- ``a // c`` and ``a % c`` for a constant ``c > 0``: each coefficient ``k`` of ``a``
+  splits as ``k = c * (k // c) + k % c``, so ``a = c * q + r`` and
+  ``a // c = q + r // c``, ``a % c = r % c``; a common factor ``g`` of ``r`` and
+  ``c`` cancels (``(g*x) // (g*d) = x // d``, ``(g*x) % (g*d) = g * (x % d)``);
+  ``r // c`` is a constant when ``r``'s bounds fall in one multiple of ``c``
+  (``(n % 8) // 8 -> 0``), ``r % c`` is ``r`` when ``0 <= r < c``;
+  ``(x // a) // b -> x // (a*b)`` and ``(x % (k*c)) % c -> x % c``.
+  A negative constant divisor is made positive: ``a // -c = (-a) // c`` and
+  ``a % -c = -((-a) % c)``.
+- a symbolic divisor ``b`` is resolved only when ``b`` is provably non-zero and
+  ``a`` is a polynomial multiple of it, or ``0 <= a < b`` is provable;
+- ``min``/``max`` flatten, drop operands that another provably dominates, pull out
+  the smallest constant offset and a common positive factor, and sort the rest.
+"""
+
+from __future__ import annotations
+
+import numbers
+from math import gcd
+
+from relaxjax.arith import bounds as _bounds
+from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, dim_key
+from relaxjax.arith.terms import (
+    CONSTANT,
+    add_into,
+    content,
+    exact_quotient,
+    from_terms,
+    leading_coefficient,
+    multiply,
+    scaled,
+    split_constant,
+    to_terms,
+)
+
+
+def as_dim_or_none(value: object) -> Dim | None:
+    """``value`` as a dim (ints, numpy integers, Exprs), or ``None`` if it is not one."""
+    if type(value) is int or isinstance(value, Expr):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return None
+
+
+def as_dim(value: object) -> Dim:
+    """``value`` as a dim; ``TypeError`` naming it otherwise."""
+    dim = as_dim_or_none(value)
+    if dim is None:
+        raise TypeError(f"expected an int or a symbolic dim, got {value!r} ({type(value).__name__})")
+    return dim
+
+
+def add(a: Dim, b: Dim) -> Dim:
+    """``a + b``."""
+    if type(a) is int and type(b) is int:
+        return a + b
+    return from_terms(add_into(to_terms(a), to_terms(b)))
+
+
+def sub(a: Dim, b: Dim) -> Dim:
+    """``a - b``."""
+    if type(a) is int and type(b) is int:
+        return a - b
+    return from_terms(add_into(to_terms(a), to_terms(b), -1))
+
+
+def neg(a: Dim) -> Dim:
+    """``-a``."""
+    return -a if isinstance(a, int) else from_terms(scaled(to_terms(a), -1))
+
+
+def mul(a: Dim, b: Dim) -> Dim:
+    """``a * b`` (expanded)."""
+    if type(a) is int and type(b) is int:
+        return a * b
+    return from_terms(multiply(to_terms(a), to_terms(b)))
+
+
+def power(a: Dim, exponent: int) -> Dim:
+    """``a ** exponent`` for a non-negative integer exponent."""
+    if exponent < 0:
+        raise ValueError(f"a dim can only be raised to a non-negative power, got {exponent}")
+    result: Dim = 1
+    for _ in range(exponent):
+        result = mul(result, a)
+    return result
+
+
+# floor division and modulo ------------------------------------------------------
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    """``a // b`` with Python floor semantics; ``ZeroDivisionError`` for ``b == 0``."""
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError(f"integer division by zero: {a} // 0")
+        if isinstance(a, int):
+            return a // b
+        if b < 0:
+            return floordiv(neg(a), -b)
+        return a if b == 1 else _floordiv_constant(a, b)
+    return _floordiv_symbolic(a, b)
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    """``a % b`` with Python semantics (the result has the divisor's sign)."""
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError(f"integer modulo by zero: {a} % 0")
+        if isinstance(a, int):
+            return a % b
+        if b < 0:
+            return neg(mod(neg(a), -b))
+        return 0 if b == 1 else _mod_constant(a, b)
+    return _mod_symbolic(a, b)
+
+
+def _split(a: Dim, c: int) -> tuple[Dim, Dim, int, int]:
+    """``a = c * quotient + g * remainder`` with ``remainder``'s coefficients in ``[0, c/g)``.
+
+    Returns ``(quotient, remainder, g, c // g)``.
+    """
+    quotient, remainder = {}, {}
+    for monomial, coeff in to_terms(a).items():
+        q, r = divmod(coeff, c)
+        if q:
+            quotient[monomial] = q
+        if r:
+            remainder[monomial] = r
+    g = gcd(content(remainder), c)
+    return from_terms(quotient), from_terms(scaled_down(remainder, g)), g, c // g
+
+
+def scaled_down(terms: dict, factor: int) -> dict:
+    """``terms / factor`` for a factor that divides every coefficient."""
+    return terms if factor == 1 else {m: k // factor for m, k in terms.items()}
+
+
+def _floordiv_constant(a: Expr, c: int) -> Dim:
+    quotient, remainder, _, divisor = _split(a, c)
+    return add(quotient, _floordiv_remainder(remainder, divisor))
+
+
+def _floordiv_remainder(r: Dim, c: int) -> Dim:
+    if isinstance(r, int) or c == 1:
+        return r // c
+    lo, hi = _bounds.interval(r, {})
+    if floor_of(lo, c) == floor_of(hi, c) and lo != -_bounds.INF:
+        return lo // c
+    if isinstance(r, FloorDiv) and isinstance(r.b, int):
+        return FloorDiv.make(r.a, r.b * c)
+    return FloorDiv.make(r, c)
+
+
+def floor_of(x: float | int, c: int) -> float | int:
+    """``floor(x / c)`` for ``c > 0`` with infinite ends."""
+    return _bounds.floor_divide(x, c)
+
+
+def _mod_constant(a: Expr, c: int) -> Dim:
+    _, remainder, g, divisor = _split(a, c)
+    return mul(g, _mod_remainder(remainder, divisor))
+
+
+def _mod_remainder(r: Dim, c: int) -> Dim:
+    if isinstance(r, int) or c == 1:
+        return r % c
+    lo, hi = _bounds.interval(r, {})
+    if lo != -_bounds.INF and floor_of(lo, c) == floor_of(hi, c):
+        return sub(r, c * (lo // c))
+    if isinstance(r, Mod) and isinstance(r.b, int) and r.b % c == 0:
+        return mod(r.a, c)
+    return Mod.make(r, c)
+
+
+def _provably_nonzero(b: Dim) -> bool:
+    lo, hi = _bounds.lower(b), _bounds.upper(b)
+    return lo > 0 or hi < 0
+
+
+def _provably_in_range(a: Dim, b: Dim) -> bool:
+    """``0 <= a < b`` for every value of the symbols."""
+    return _bounds.lower(a) >= 0 and _bounds.upper(sub(a, b)) < 0
+
+
+def _floordiv_symbolic(a: Dim, b: Expr) -> Dim:
+    if _provably_nonzero(b):
+        quotient = exact_quotient(to_terms(a), to_terms(b))
+        if quotient is not None:
+            return from_terms(quotient)
+        if _provably_in_range(a, b):
+            return 0
+    return FloorDiv.make(a, b)
+
+
+def _mod_symbolic(a: Dim, b: Expr) -> Dim:
+    if _provably_nonzero(b):
+        if exact_quotient(to_terms(a), to_terms(b)) is not None:
+            return 0
+        if _provably_in_range(a, b):
+            return a
+    return Mod.make(a, b)
+
+
+# min and max ------------------------------------------------------------------------
+
+
+def min_(a: Dim, b: Dim, *rest: Dim) -> Dim:
+    """The minimum of dims (public as ``relax.min``); ints are accepted."""
+    return _extremum(Min, tuple(as_dim(x) for x in (a, b, *rest)))
+
+
+def max_(a: Dim, b: Dim, *rest: Dim) -> Dim:
+    """The maximum of dims (public as ``relax.max``); ints are accepted."""
+    return _extremum(Max, tuple(as_dim(x) for x in (a, b, *rest)))
+
+
+def _extremum(kind: type[Min] | type[Max], args: tuple[Dim, ...]) -> Dim:
+    pick = min if kind is Min else max
+    flat: list[Dim] = []
+    for arg in args:
+        flat.extend(arg.args if isinstance(arg, kind) else (arg,))
+    constants = [arg for arg in flat if isinstance(arg, int)]
+    if len(constants) == len(flat):
+        return pick(constants)
+    unique = sorted(set(arg for arg in flat if not isinstance(arg, int)), key=dim_key)
+    if constants:
+        unique.insert(0, pick(constants))
+    kept = _undominated(unique, kind is Min)
+    if len(kept) == 1:
+        return kept[0]
+    return _normalised_extremum(kind, kept)
+
+
+def _undominated(args: list[Dim], is_min: bool) -> list[Dim]:
+    """The operands that no other provably beats; of equal ones the first stays."""
+    kept: list[Dim] = []
+    for arg in args:
+        if any(_beats(other, arg, is_min) for other in kept):
+            continue
+        kept = [other for other in kept if not _beats(arg, other, is_min)]
+        kept.append(arg)
+    return kept
+
+
+def _beats(x: Dim, y: Dim, is_min: bool) -> bool:
+    """``x <= y`` (for min) or ``x >= y`` (for max) for every value of the symbols."""
+    diff = sub(x, y)
+    return _bounds.upper(diff) <= 0 if is_min else _bounds.lower(diff) >= 0
+
+
+def _normalised_extremum(kind: type[Min] | type[Max], args: list[Dim]) -> Dim:
+    if all(leading_coefficient(arg) < 0 for arg in args if isinstance(arg, Expr)):
+        # min(-x, -y) == -max(x, y): keep the operands' leading coefficients positive
+        other = Max if kind is Min else Min
+        return neg(_extremum(other, tuple(neg(arg) for arg in args)))
+    offset = min(split_constant(to_terms(arg))[1] for arg in args)
+    shifted = [sub(arg, offset) for arg in args]
+    factor = 0
+    for arg in shifted:
+        factor = gcd(factor, content(to_terms(arg)))
+    if factor > 1:
+        shifted = [floordiv(arg, factor) for arg in shifted]
+    shifted.sort(key=dim_key)
+    return add(mul(kind.make(tuple(shifted)), max(factor, 1)), offset)
+
+
+__all__ = [
+    "CONSTANT",
+    "add",
+    "as_dim",
+    "as_dim_or_none",
+    "floordiv",
+    "max_",
+    "min_",
+    "mod",
+    "mul",
+    "neg",
+    "power",
+    "sub",
+]

@@ -1,0 +1,142 @@
+"""The on-disk cache of compiled object code, so a second process starts warm.
+
+Key: SHA-256 of the emitted LLVM IR text and the target's identity (triple, CPU
+name, CPU features, optimisation level, llvmlite and LLVM versions). Value: the
+ELF object, framed as ``MAGIC | payload length (u64) | SHA-256(payload) | payload``.
+
+Writes go to a temporary file in the same directory, then ``os.replace``: a
+reader never sees a half-written entry, and concurrent writers of one key are
+harmless (both write the same bytes). An entry whose frame does not check out
+(truncated, corrupted, foreign) is counted, ignored and rewritten.
+
+The directory is ``$RELAXJAX_CACHE_DIR`` (read at every lookup) or
+``~/.cache/relaxjax``; entries live under ``llvm/``. If it cannot be written,
+compilation still succeeds and the failure is counted in ``write_errors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+__all__ = ["CacheStats", "cache_dir", "cache_key", "cache_stats", "read_entry", "write_entry"]
+
+MAGIC = b"RJLLVMO1"
+_HEADER = struct.Struct("<8sQ32s")
+_STATS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """Counters of this process's compilation cache activity.
+
+    ``hits``: objects read from disk; ``misses``: keys not on disk (or unusable);
+    ``compiles``: LLVM optimisation + code generation runs; ``memory_hits``: builds
+    answered by a library already loaded in this process; ``corrupt``: disk entries
+    rejected by their length/checksum frame; ``write_errors``: entries that could
+    not be stored.
+    """
+
+    hits: int = 0
+    misses: int = 0
+    compiles: int = 0
+    memory_hits: int = 0
+    corrupt: int = 0
+    write_errors: int = 0
+
+
+_stats = CacheStats()
+
+
+def cache_stats() -> CacheStats:
+    """A snapshot of the counters since the process started (or the last reset)."""
+    return _stats
+
+
+def reset_cache_stats() -> None:
+    """Set every counter back to zero (for tests and benchmarks)."""
+    global _stats
+    with _STATS_LOCK:
+        _stats = CacheStats()
+
+
+def count(**increments: int) -> None:
+    """Add to counters by name, e.g. ``count(hits=1)``."""
+    global _stats
+    names = {f.name for f in fields(CacheStats)}
+    unknown = set(increments) - names
+    if unknown:
+        raise KeyError(f"unknown cache counters {sorted(unknown)}; known: {sorted(names)}")
+    with _STATS_LOCK:
+        _stats = replace(_stats, **{k: getattr(_stats, k) + v for k, v in increments.items()})
+
+
+def cache_dir() -> Path:
+    """Where entries are stored: ``$RELAXJAX_CACHE_DIR/llvm`` or ``~/.cache/relaxjax/llvm``."""
+    root = os.environ.get("RELAXJAX_CACHE_DIR") or os.path.join("~", ".cache", "relaxjax")
+    return Path(root).expanduser() / "llvm"
+
+
+def cache_key(ir_text: str, target_identity: str) -> str:
+    """The content hash naming a compiled object: hex SHA-256 of target identity and IR."""
+    digest = hashlib.sha256()
+    digest.update(target_identity.encode())
+    digest.update(b"\0")
+    digest.update(ir_text.encode())
+    return digest.hexdigest()
+
+
+def entry_path(key: str) -> Path:
+    """The file holding the entry for ``key``."""
+    return cache_dir() / f"{key}.o"
+
+
+def read_entry(key: str) -> bytes | None:
+    """The cached object for ``key``, or ``None`` if absent or failing its frame check."""
+    try:
+        data = entry_path(key).read_bytes()
+    except OSError:
+        count(misses=1)
+        return None
+    payload = _unframe(data)
+    if payload is None:
+        count(misses=1, corrupt=1)
+        return None
+    count(hits=1)
+    return payload
+
+
+def write_entry(key: str, payload: bytes) -> None:
+    """Store ``payload`` under ``key`` atomically (temporary file, then rename)."""
+    path = entry_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(_frame(payload))
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError:
+        count(write_errors=1)
+
+
+def _frame(payload: bytes) -> bytes:
+    return _HEADER.pack(MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
+
+
+def _unframe(data: bytes) -> bytes | None:
+    if len(data) < _HEADER.size:
+        return None
+    magic, length, checksum = _HEADER.unpack_from(data)
+    payload = data[_HEADER.size :]
+    if magic != MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != checksum:
+        return None
+    return payload

@@ -1,0 +1,53 @@
+"""The GNU OpenMP runtime (libgomp) that ``parallel`` loops run on.
+
+Compiled code calls ``GOMP_parallel(body, context, 0, 0)`` and splits the loop
+range with ``omp_get_thread_num`` / ``omp_get_num_threads``. The library must be
+in the process before the JIT links such code: when a symbol is missing the
+link fails (a clear error here) instead of crashing later.
+
+Shared machines: idle OpenMP workers spin by default, which collapses throughput
+when another process holds a core, so ``OMP_WAIT_POLICY=passive`` is set before
+libgomp is loaded unless the user chose a policy. A process that has run a
+parallel region must not ``fork`` (the child hangs in libgomp): use ``spawn``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import llvmlite.binding as llvm
+
+from ...errors import LoweringError
+
+__all__ = ["GOMP_SYMBOLS", "LIBGOMP", "ensure_libgomp"]
+
+LIBGOMP = "libgomp.so.1"
+
+# The entry points generated code calls, with their C signatures (for documentation
+# and for the load-time check; the IR declarations live in ``parallel.py``).
+GOMP_SYMBOLS = {
+    "GOMP_parallel": "void (void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)",
+    "omp_get_thread_num": "int (void)",
+    "omp_get_num_threads": "int (void)",
+}
+
+
+@functools.cache
+def ensure_libgomp() -> None:
+    """Load libgomp into the process for the JIT, once; raise if it cannot be found.
+
+    Raises:
+        LoweringError: libgomp is not installed or lacks an entry point.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    try:
+        llvm.load_library_permanently(LIBGOMP)
+    except RuntimeError as err:
+        raise LoweringError(
+            f"parallel loops need the GNU OpenMP runtime: cannot load {LIBGOMP} ({err}); "
+            "install it (Debian/Ubuntu package libgomp1) or schedule the loop serially"
+        ) from err
+    missing = [name for name in GOMP_SYMBOLS if not llvm.address_of_symbol(name)]
+    if missing:
+        raise LoweringError(f"{LIBGOMP} was loaded but lacks {', '.join(missing)}")

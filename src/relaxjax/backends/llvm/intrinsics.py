@@ -1,0 +1,197 @@
+"""Math functions of TIR ``Call`` nodes, as LLVM intrinsics or libm calls.
+
+Where LLVM has an intrinsic that the x86 backend lowers (inline or to the libm
+function of the same name: ``llvm.exp.f32`` -> ``expf``), it is used so the
+optimiser knows its semantics; ``erf``, ``log1p``, ``expm1`` and ``cbrt`` have
+none and call libm (``erff``/``erf``) directly. Every one resolves in the JIT
+from the C library already loaded in the process (a test links each).
+
+float16 and bfloat16 compute in float32 and round the result, as numpy and
+ml_dtypes do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+from ... import dtypes
+from ...errors import LoweringError
+from .numeric import F16, F32, F64, I1, round_to_dtype
+
+__all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "emit_math"]
+
+# name -> (LLVM intrinsic base or None, libm base name or None, arity)
+_FLOAT_TABLE: dict[str, tuple[str | None, str | None, int]] = {
+    "exp": ("llvm.exp", None, 1),
+    "exp2": ("llvm.exp2", None, 1),
+    "exp10": ("llvm.exp10", None, 1),
+    "log": ("llvm.log", None, 1),
+    "log2": ("llvm.log2", None, 1),
+    "log10": ("llvm.log10", None, 1),
+    "sqrt": ("llvm.sqrt", None, 1),
+    "sin": ("llvm.sin", None, 1),
+    "cos": ("llvm.cos", None, 1),
+    "tan": ("llvm.tan", None, 1),
+    "asin": ("llvm.asin", None, 1),
+    "acos": ("llvm.acos", None, 1),
+    "atan": ("llvm.atan", None, 1),
+    "sinh": ("llvm.sinh", None, 1),
+    "cosh": ("llvm.cosh", None, 1),
+    "tanh": ("llvm.tanh", None, 1),
+    "floor": ("llvm.floor", None, 1),
+    "ceil": ("llvm.ceil", None, 1),
+    "trunc": ("llvm.trunc", None, 1),
+    "round": ("llvm.roundeven", None, 1),
+    "abs": ("llvm.fabs", None, 1),
+    "pow": ("llvm.pow", None, 2),
+    "atan2": ("llvm.atan2", None, 2),
+    "copysign": ("llvm.copysign", None, 2),
+    "erf": (None, "erf", 1),
+    "log1p": (None, "log1p", 1),
+    "expm1": (None, "expm1", 1),
+    "cbrt": (None, "cbrt", 1),
+}
+_DERIVED = ("rsqrt", "sigmoid", "square", "reciprocal", "sign")
+
+FLOAT_FUNCTIONS: frozenset[str] = frozenset(_FLOAT_TABLE) | frozenset(_DERIVED)
+"""Math functions accepted for floating-point arguments."""
+
+INTEGER_FUNCTIONS: frozenset[str] = frozenset({"abs", "square", "sign"})
+"""Math functions accepted for integer arguments."""
+
+PREDICATES: frozenset[str] = frozenset({"isnan", "isinf", "isfinite"})
+"""Functions of a float returning bool (true for integers: isfinite; false otherwise)."""
+
+_SUFFIX = {F16: "f16", F32: "f32", F64: "f64"}
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+    """The function ``name`` in ``module``, declared on first use."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ir.Function(module, ir.FunctionType(ret, list(args)), name)
+
+
+def emit_math(
+    builder: ir.IRBuilder,
+    name: str,
+    args: Sequence[ir.Value],
+    dtype: str,
+    flags: tuple[str, ...] = (),
+) -> ir.Value:
+    """Apply math function ``name`` to register values of ``dtype``.
+
+    Returns a value of ``dtype`` (``bool`` for the predicates ``isnan``/``isinf``/``isfinite``).
+
+    Raises:
+        LoweringError: unknown function, wrong number of arguments, or not defined for ``dtype``.
+    """
+    if name in PREDICATES:
+        _check_arity(name, args, 1)
+        return _predicate(builder, name, args[0], dtype)
+    if dtypes.is_floating(dtype):
+        if name not in FLOAT_FUNCTIONS:
+            raise LoweringError(_unknown(name, dtype, FLOAT_FUNCTIONS | PREDICATES))
+        return _float_function(builder, name, args, dtype, flags)
+    if dtypes.is_integer(dtype) and name in INTEGER_FUNCTIONS:
+        _check_arity(name, args, 1)
+        return _integer_function(builder, name, args[0], dtype)
+    raise LoweringError(_unknown(name, dtype, INTEGER_FUNCTIONS | PREDICATES))
+
+
+def _unknown(name: str, dtype: str, known: frozenset[str]) -> str:
+    return f"math function {name!r} is not supported for {dtype}; supported: {', '.join(sorted(known))}"
+
+
+def _check_arity(name: str, args: Sequence[ir.Value], arity: int) -> None:
+    if len(args) != arity:
+        raise LoweringError(f"math function {name!r} takes {arity} argument(s), given {len(args)}")
+
+
+def _float_function(
+    builder: ir.IRBuilder, name: str, args: Sequence[ir.Value], dtype: str, flags: tuple[str, ...]
+) -> ir.Value:
+    # float16 computes in float32 (bfloat16 registers are float32 already).
+    wide = [builder.fpext(a, F32) if a.type == F16 else a for a in args]
+    result = _float_in_register(builder, name, wide, flags)
+    if args[0].type == F16:
+        result = builder.fptrunc(result, F16)
+    return round_to_dtype(builder, result, dtype)
+
+
+def _float_in_register(
+    builder: ir.IRBuilder, name: str, args: Sequence[ir.Value], flags: tuple[str, ...]
+) -> ir.Value:
+    type_ = args[0].type
+    one = ir.Constant(type_, 1.0)
+    if name == "rsqrt":
+        _check_arity(name, args, 1)
+        root = _float_in_register(builder, "sqrt", args, flags)
+        return builder.fdiv(one, root, flags=flags)
+    if name == "sigmoid":
+        _check_arity(name, args, 1)
+        negated = builder.fneg(args[0], flags=flags)
+        denominator = builder.fadd(one, _float_in_register(builder, "exp", [negated], flags), flags)
+        return builder.fdiv(one, denominator, flags=flags)
+    if name == "square":
+        _check_arity(name, args, 1)
+        return builder.fmul(args[0], args[0], flags=flags)
+    if name == "reciprocal":
+        _check_arity(name, args, 1)
+        return builder.fdiv(one, args[0], flags=flags)
+    if name == "sign":
+        _check_arity(name, args, 1)
+        return _float_sign(builder, args[0])
+    intrinsic, libm, arity = _FLOAT_TABLE[name]
+    _check_arity(name, args, arity)
+    if intrinsic is not None:
+        symbol = f"{intrinsic}.{_SUFFIX[type_]}"
+    else:
+        symbol = f"{libm}f" if type_ == F32 else libm
+    function = declare(builder.module, symbol, type_, [type_] * arity)
+    return builder.call(function, list(args), fastmath=flags)
+
+
+def _float_sign(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """numpy's sign: -1, 0 or 1 (0 keeps its sign), NaN for NaN."""
+    zero = ir.Constant(value.type, 0.0)
+    positive = builder.uitofp(builder.fcmp_ordered(">", value, zero), value.type)
+    negative = builder.uitofp(builder.fcmp_ordered("<", value, zero), value.type)
+    sign = builder.fsub(positive, negative)
+    is_zero_or_nan = builder.fcmp_unordered("==", value, zero)
+    return builder.select(is_zero_or_nan, value, sign)
+
+
+def _integer_function(builder: ir.IRBuilder, name: str, value: ir.Value, dtype: str) -> ir.Value:
+    type_ = value.type
+    zero = ir.Constant(type_, 0)
+    if name == "square":
+        return builder.mul(value, value)
+    if dtypes.is_unsigned(dtype):
+        if name == "abs":
+            return value
+        return builder.zext(builder.icmp_unsigned("!=", value, zero), type_)
+    if name == "abs":
+        function = declare(builder.module, f"llvm.abs.i{type_.width}", type_, [type_, I1])
+        return builder.call(function, [value, ir.Constant(I1, 0)])
+    positive = builder.zext(builder.icmp_signed(">", value, zero), type_)
+    negative = builder.zext(builder.icmp_signed("<", value, zero), type_)
+    return builder.sub(positive, negative)
+
+
+def _predicate(builder: ir.IRBuilder, name: str, value: ir.Value, dtype: str) -> ir.Value:
+    if not dtypes.is_floating(dtype):
+        return ir.Constant(I1, int(name == "isfinite"))
+    infinity = ir.Constant(value.type, float("inf"))
+    magnitude = builder.call(
+        declare(builder.module, f"llvm.fabs.{_SUFFIX[value.type]}", value.type, [value.type]),
+        [value],
+    )
+    if name == "isnan":
+        return builder.fcmp_unordered("uno", value, value)
+    if name == "isinf":
+        return builder.fcmp_ordered("==", magnitude, infinity)
+    return builder.fcmp_ordered("<", magnitude, infinity)

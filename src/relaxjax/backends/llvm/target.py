@@ -1,0 +1,109 @@
+"""The x86-64 target: what the host CPU is and the LLVM target machine for it.
+
+LLVM is initialised once per process (``initialize_all_targets`` and the asm
+printers; ``llvm.initialize()`` raises in llvmlite 0.50). A :class:`Target` is
+a frozen description of the machine code to emit; it is part of the disk-cache
+key, so two processes on the same CPU share compiled objects.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import llvmlite
+import llvmlite.binding as llvm
+
+__all__ = ["Target", "host_target", "initialize_llvm", "target_machine"]
+
+
+@functools.cache
+def initialize_llvm() -> None:
+    """Initialise LLVM's targets and assembly printers (idempotent)."""
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What machine code to emit, and the limits code generation respects.
+
+    ``cpu`` and ``features`` are LLVM's names (``llvm.get_host_cpu_name()`` and the
+    flattened ``+avx2,...`` feature string). ``parallel_min_work`` is the smallest
+    estimated number of innermost iterations for which a ``parallel`` loop is run
+    on several threads; below it the loop runs serially on the calling thread.
+    Constant-extent ``unrolled`` loops up to ``max_unroll`` iterations are
+    unrolled while emitting; longer or symbolic ones are left to LLVM's unroller.
+    Local buffers up to ``max_stack_bytes`` live on the stack, larger ones on the heap.
+    """
+
+    triple: str
+    cpu: str
+    features: str
+    opt_level: int = 3
+    parallel_min_work: int = 1 << 15
+    max_unroll: int = 256
+    max_stack_bytes: int = 1 << 14
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.opt_level <= 3:
+            raise ValueError(f"Target.opt_level: expected 0..3, given {self.opt_level}")
+        for field in ("parallel_min_work", "max_unroll", "max_stack_bytes"):
+            if getattr(self, field) < 0:
+                raise ValueError(f"Target.{field}: expected >= 0, given {getattr(self, field)}")
+
+    @property
+    def kind(self) -> str:
+        """The backend name, as accepted by ``build(target=...)``."""
+        return "llvm"
+
+    @property
+    def vector_bits(self) -> int:
+        """Width of the widest SIMD register the features enable."""
+        enabled = set(self.features.split(","))
+        if "+avx512f" in enabled:
+            return 512
+        if "+avx" in enabled:
+            return 256
+        return 128
+
+    def cache_identity(self) -> str:
+        """Everything about the target that changes the machine code, as stable text."""
+        return "|".join(
+            (
+                self.triple,
+                self.cpu,
+                self.features,
+                f"O{self.opt_level}",
+                f"llvmlite-{llvmlite.__version__}",
+                "llvm-{}.{}.{}".format(*llvm.llvm_version_info),
+            )
+        )
+
+
+@functools.cache
+def host_target() -> Target:
+    """The target for the machine this process runs on (CPU name and features)."""
+    initialize_llvm()
+    return Target(
+        triple=llvm.get_process_triple(),
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+    )
+
+
+@functools.cache
+def target_machine(target: Target) -> llvm.TargetMachine:
+    """The LLVM target machine emitting code for ``target`` (one per target and process).
+
+    ``jit=True`` selects the large code model, so objects loaded by the JIT may be
+    placed anywhere in the address space relative to the libraries they call.
+    """
+    initialize_llvm()
+    return llvm.Target.from_triple(target.triple).create_target_machine(
+        cpu=target.cpu,
+        features=target.features,
+        opt=target.opt_level,
+        jit=True,
+    )
+

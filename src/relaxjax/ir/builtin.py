@@ -1,0 +1,115 @@
+"""Graph-level operators that are not user math: calls of kernels and of external functions.
+
+Both use destination-passing style underneath: the callee writes its outputs into
+buffers the runtime allocates from ``out_info``; at the graph level the call simply
+returns a value of ``out_info``.
+
+- ``call_tir(kernel, args, out_info, tir_vars=None)`` calls the loop-level kernel named by
+  the ``GlobalVar`` ``kernel`` with the tensors ``args`` (a ``Tuple``) and, when given,
+  extra symbolic scalars ``tir_vars`` (a ``ShapeExpr``) for the kernel's scalar params.
+- ``call_extern(func, args, out_info)`` calls the external library function ``func``
+  (an ``ExternFunc``) the same way.
+
+They print as ``call_tir(mod.matmul, (x, w), out_info=Tensor((n, 4), "float32"))`` and
+``call_extern(extern("cblas_sgemm"), (x, w), out_info=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from relaxjax.ir.infer import InferContext
+from relaxjax.ir.nodes import Call, Expr, ExternFunc, GlobalVar, ShapeExpr, Tuple
+from relaxjax.ir.struct_info import ObjectInfo, ShapeInfo, StructInfo, TupleInfo
+
+
+@dataclass(frozen=True, slots=True)
+class CallTIRAttrs:
+    """The info of the value a ``call_tir`` returns."""
+
+    out_info: StructInfo
+
+
+@dataclass(frozen=True, slots=True)
+class CallExternAttrs:
+    """The info of the value a ``call_extern`` returns."""
+
+    out_info: StructInfo
+
+
+def _check_operands(name: str, args: Sequence[StructInfo], ctx: InferContext, extra: bool):
+    allowed = (2, 3) if extra else (2,)
+    if len(args) not in allowed:
+        ctx.fail(f"takes {' or '.join(map(str, allowed))} operands, got {len(args)}")
+    if not isinstance(args[0], ObjectInfo):
+        ctx.fail(f"the callee must be a function reference, got a value of {args[0]!r}")
+    if not isinstance(args[1], TupleInfo):
+        ctx.fail(f"the arguments must be a tuple, got a value of {args[1]!r}")
+    if len(args) == 3 and not isinstance(args[2], ShapeInfo):
+        ctx.fail(f"the extra scalar arguments must be a shape value, got {args[2]!r}")
+
+
+class CallTIROp:
+    """``call_tir``: call a loop-level kernel of the module (destination-passing style)."""
+
+    name = "call_tir"
+    Attrs = CallTIRAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: CallTIRAttrs, ctx: InferContext):
+        """The result's info is the declared ``out_info``."""
+        _check_operands(self.name, args, ctx, extra=True)
+        return attrs.out_info
+
+    def __repr__(self) -> str:
+        return "Op(call_tir)"
+
+
+class CallExternOp:
+    """``call_extern``: call an external library function (destination-passing style)."""
+
+    name = "call_extern"
+    Attrs = CallExternAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: CallExternAttrs, ctx: InferContext):
+        """The result's info is the declared ``out_info``."""
+        _check_operands(self.name, args, ctx, extra=False)
+        return attrs.out_info
+
+    def __repr__(self) -> str:
+        return "Op(call_extern)"
+
+
+CALL_TIR = CallTIROp()
+CALL_EXTERN = CallExternOp()
+BUILTIN_OPS = {CALL_TIR.name: CALL_TIR, CALL_EXTERN.name: CALL_EXTERN}
+
+
+def _as_tuple(args: Tuple | Sequence[Expr]) -> Tuple:
+    return args if isinstance(args, Tuple) else Tuple(args)
+
+
+def call_tir(
+    kernel: GlobalVar,
+    args: Tuple | Sequence[Expr],
+    out_info: StructInfo,
+    tir_vars: ShapeExpr | None = None,
+) -> Call:
+    """A call of the kernel ``kernel`` on ``args`` returning a value of ``out_info``."""
+    if not isinstance(kernel, GlobalVar):
+        raise TypeError(f"call_tir calls a kernel named by a GlobalVar, got {kernel!r}")
+    operands: tuple[Expr, ...] = (kernel, _as_tuple(args))
+    if tir_vars is not None:
+        if not isinstance(tir_vars, ShapeExpr):
+            raise TypeError(f"call_tir tir_vars must be a ShapeExpr, got {tir_vars!r}")
+        operands += (tir_vars,)
+    attrs = CallTIRAttrs(out_info)
+    return Call(CALL_TIR, operands, attrs, out_info)
+
+
+def call_extern(func: ExternFunc, args: Tuple | Sequence[Expr], out_info: StructInfo) -> Call:
+    """A call of the external function ``func`` on ``args`` returning a value of ``out_info``."""
+    if not isinstance(func, ExternFunc):
+        raise TypeError(f"call_extern calls an ExternFunc, got {func!r}")
+    attrs = CallExternAttrs(out_info)
+    return Call(CALL_EXTERN, (func, _as_tuple(args)), attrs, out_info)

@@ -1,0 +1,393 @@
+"""The operator base class, the registry, and the shape/dtype helpers every op shares.
+
+An op is defined once, as a singleton subclass of :class:`Op` registered by
+:func:`register`: its name, its attribute dataclass, its shape/dtype rule
+(``infer``), its numpy reference and its lowering to a loop-level kernel.
+
+``infer`` is sound and best effort. A relation it cannot prove for every value of
+the symbols is handed to ``ctx.require(Check(...))``: proven relations are dropped,
+provably false ones raise :class:`~relaxjax.errors.ShapeError`, and the rest are
+recorded as run-time checks. Applied to concrete (int) shapes, ``infer`` is exact:
+it gives the concrete output shape or raises.
+
+Example::
+
+    >>> from relaxjax import arith
+    >>> from relaxjax.ir import TensorInfo
+    >>> n = arith.sym("n")
+    >>> get("add").deduce([TensorInfo((n, 4), "float32"), TensorInfo((1, 4), "float32")])
+    (Tensor((n, 4), "float32"), ())
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar, NoReturn
+
+import numpy as np
+
+from relaxjax import arith, dtypes
+from relaxjax.errors import LoweringError, ShapeError
+from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo
+
+Dim = arith.Dim
+
+#: Fusion patterns, from most to least fusable. Passes read ``Op.pattern``.
+PATTERNS = ("elementwise", "broadcast", "injective", "reduction", "out_fusable", "opaque")
+
+
+# --------------------------------------------------------------------------- context
+
+
+def _shape_text(shape: Sequence[Dim] | None) -> str:
+    if shape is None:
+        return "(?)"
+    inner = ", ".join(str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def info_text(info: StructInfo) -> str:
+    """The shape of a tensor info as users write it: ``(n, 4)``, ``(?)`` when unknown."""
+    if isinstance(info, TensorInfo):
+        if info.shape is not None:
+            return _shape_text(info.shape)
+        return "(?)" if info.ndim is None else f"(ndim={info.ndim})"
+    return repr(info)
+
+
+def require(ctx: object, check: Check) -> None:
+    """Hand ``check`` to ``ctx.require`` unless it is decided at compile time.
+
+    A proven check is dropped and a disproven one raises ``ShapeError`` with the
+    check's message, so this works with any context that has a ``require`` method.
+    """
+    verdict = check.decide()
+    if verdict is True:
+        return
+    if verdict is False:
+        raise ShapeError(check.message)
+    ctx.require(check)
+
+
+def fail(op_name: str, message: str) -> NoReturn:
+    """Raise ``ShapeError`` with ``message`` prefixed by the op's name."""
+    raise ShapeError(f"{op_name}: {message}")
+
+
+class InferContext:
+    """What an op's ``infer`` may ask of its caller: run-time checks.
+
+    ``require`` drops a proven check, raises ``ShapeError`` for a provably false one
+    and records the rest in ``checks`` (in order, without duplicates).
+    """
+
+    def __init__(self, op_name: str = "") -> None:
+        self.op_name = op_name
+        self.checks: list[Check] = []
+
+    def require(self, check: Check) -> None:
+        """Record ``check`` unless it is proven; raise ``ShapeError`` if it is disproven."""
+        verdict = check.decide()
+        if verdict is False:
+            raise ShapeError(check.message)
+        if verdict is None and check not in self.checks:
+            self.checks.append(check)
+
+
+# --------------------------------------------------------------------------- ops
+
+
+class Op:
+    """Base of every operator. Subclasses are singletons created by :func:`register`.
+
+    Subclasses set ``name`` (the registry key and the printed name), ``Attrs`` (a
+    frozen dataclass type, or None when the op has no attributes), ``pattern`` (one
+    of :data:`PATTERNS`, for fusion) and ``num_inputs`` (None when variadic), and
+    implement ``infer`` and ``reference``; ``lower`` builds the loop-level kernel.
+    """
+
+    name: ClassVar[str] = ""
+    Attrs: ClassVar[type | None] = None
+    pattern: ClassVar[str] = "opaque"
+    num_inputs: ClassVar[int | None] = None
+    _instances: ClassVar[dict[type, Op]] = {}
+
+    def __new__(cls) -> Op:
+        if cls not in Op._instances:
+            Op._instances[cls] = super().__new__(cls)
+        return Op._instances[cls]
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        """The struct info of the result (sound, best effort); see the module docstring."""
+        raise NotImplementedError(f"op {self.name!r} has no shape rule")
+
+    def reference(self, *arrays: np.ndarray, attrs: object = None) -> np.ndarray:
+        """The numpy ground truth; Python scalars among ``arrays`` are weakly typed."""
+        raise NotImplementedError(f"op {self.name!r} has no reference")
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo) -> object:
+        """A shape-generic ``tir.PrimFunc`` computing the op (inputs, then outputs)."""
+        raise LoweringError(f"op {self.name!r} has no lowering to a loop-level kernel")
+
+    def deduce(
+        self, args: Sequence[StructInfo], attrs: object = None
+    ) -> tuple[StructInfo, tuple[Check, ...]]:
+        """Run ``infer`` in a fresh context: the result info and the run-time checks."""
+        self.check_attrs(attrs)
+        ctx = InferContext(self.name)
+        info = self.infer(tuple(args), attrs, ctx)
+        return info, tuple(ctx.checks)
+
+    def check_attrs(self, attrs: object) -> None:
+        """Raise ``TypeError`` unless ``attrs`` is an instance of ``Attrs`` (or None)."""
+        if self.Attrs is None:
+            if attrs is not None:
+                raise TypeError(f"op {self.name!r} takes no attributes, got {attrs!r}")
+        elif not isinstance(attrs, self.Attrs):
+            raise TypeError(
+                f"op {self.name!r} expects attributes of type {self.Attrs.__name__}, got {attrs!r}"
+            )
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+    def __reduce__(self) -> tuple:
+        return (get, (self.name,))
+
+
+_REGISTRY: dict[str, Op] = {}
+
+
+def register(cls: type[Op]) -> type[Op]:
+    """Class decorator: create the op's singleton and register it under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.pattern not in PATTERNS:
+        raise ValueError(f"{cls.__name__}.pattern must be one of {PATTERNS}, got {cls.pattern!r}")
+    if cls.name in _REGISTRY and type(_REGISTRY[cls.name]) is not cls:
+        raise ValueError(f"op {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def get(name: str) -> Op:
+    """The registered op called ``name``; ``KeyError`` naming it otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r} is registered") from None
+
+
+def registry() -> dict[str, Op]:
+    """A copy of the name -> op mapping of every registered op."""
+    return dict(_REGISTRY)
+
+
+# --------------------------------------------------------------------------- operands
+
+
+def as_tensor_info(info: StructInfo, op_name: str = "op", position: int = 0) -> TensorInfo:
+    """``info`` as a tensor: a ``PrimInfo`` scalar is a 0-d tensor of its dtype."""
+    if isinstance(info, TensorInfo):
+        return info
+    if isinstance(info, PrimInfo):
+        return TensorInfo((), info.dtype)
+    raise TypeError(f"{op_name}: argument {position} must be a tensor or a scalar, got {info!r}")
+
+
+def tensor_args(
+    op_name: str, args: Sequence[StructInfo], count: int | None = None
+) -> tuple[TensorInfo, ...]:
+    """Check the arity and convert every argument with :func:`as_tensor_info`."""
+    if count is not None and len(args) != count:
+        raise TypeError(f"{op_name} takes {count} argument(s), got {len(args)}")
+    return tuple(as_tensor_info(a, op_name, i) for i, a in enumerate(args))
+
+
+def promote_types(op_name: str, args: Sequence[StructInfo]) -> str:
+    """The jax.numpy (x64) result dtype of ``args``; weak ``PrimInfo`` scalars stay weak."""
+    tensor_args(op_name, args)
+    return dtypes.result_type(*(operand_type(a) for a in args))
+
+
+def operand_type(info: StructInfo) -> dtypes.Operand:
+    """The promotion operand of an argument: its dtype, or ``Weak`` for a weak scalar."""
+    if isinstance(info, PrimInfo):
+        return info.weak_operand
+    return as_tensor_info(info).dtype
+
+
+def value_type(value: object) -> dtypes.Operand:
+    """The promotion operand of a reference input: Python scalars are weak."""
+    if isinstance(value, (bool, int, float)):
+        return dtypes.weak_of(value)
+    return dtypes.canonical(np.asarray(value).dtype)
+
+
+def to_inexact(dtype: str) -> str:
+    """The float dtype jax computes ``exp``/``divide``/``mean`` of ``dtype`` in.
+
+    Floats stay; int64 becomes float64; narrower ints and bool become float32.
+    """
+    if dtypes.is_floating(dtype):
+        return dtype
+    return "float64" if dtype == "int64" else "float32"
+
+
+def compute_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype references compute ``dtype`` in (half precisions in float32)."""
+    if dtype in ("float16", "bfloat16"):
+        return np.dtype("float32")
+    return dtypes.to_numpy(dtype)
+
+
+def with_dtype(info: TensorInfo, dtype: str) -> TensorInfo:
+    """``info``'s shape (or rank) with another dtype."""
+    if info.shape is not None:
+        return TensorInfo(info.shape, dtype)
+    return TensorInfo(dtype=dtype, ndim=info.ndim)
+
+
+def normalize_axis(op_name: str, axis: int, ndim: int) -> int:
+    """``axis`` in ``[0, ndim)``; negative axes count from the end."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(
+            f"{op_name}: axis {axis} is out of bounds for an array of rank {ndim} "
+            f"(expected -{ndim} <= axis < {ndim})"
+        )
+    return axis % ndim
+
+
+# --------------------------------------------------------------------------- broadcasting
+
+
+def broadcast_dim(
+    ctx: object, op_name: str, a: Dim, b: Dim, shapes_text: str, axis: int
+) -> Dim | None:
+    """The broadcast of two dims, or None when it depends on the symbols' values.
+
+    A relation that is not proven becomes a ``broadcast`` run-time check; a
+    provably incompatible pair raises ``ShapeError``.
+    """
+    if arith.compare(a, "==", 1) is True:
+        return b
+    if arith.compare(b, "==", 1) is True or arith.compare(a, "==", b) is True:
+        return a
+    message = (
+        f"{op_name}: cannot broadcast shapes {shapes_text}: "
+        f"axis {axis} has incompatible sizes {a} and {b}"
+    )
+    require(ctx, Check("broadcast", (a, b), message))
+    # Unproven: the result is a if a != 1 (then b is a or 1), symmetrically for b.
+    if arith.compare(a, "!=", 1) is True:
+        return a
+    if arith.compare(b, "!=", 1) is True:
+        return b
+    return None
+
+
+def broadcast_shapes(
+    ctx: object, op_name: str, shapes: Sequence[Sequence[Dim]]
+) -> tuple[Dim, ...] | None:
+    """numpy broadcasting of known shapes; None when some output dim is not provable.
+
+    Every pair of dims on an axis must be broadcast-compatible (which is equivalent
+    to all non-1 sizes being equal), so each unproven pair is checked at run time.
+    """
+    text = ", ".join(_shape_text(s) for s in shapes)
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    result: list[Dim | None] = []
+    for axis in range(ndim):
+        dims = [p[axis] for p in padded]
+        merged: Dim | None = 1
+        for i, dim in enumerate(dims):
+            for earlier in dims[:i]:
+                broadcast_dim(ctx, op_name, earlier, dim, text, axis)
+            if merged is not None:
+                merged = broadcast_dim(ctx, op_name, merged, dim, text, axis)
+        result.append(merged)
+    if any(d is None for d in result):
+        return None
+    return tuple(result)  # type: ignore[arg-type]
+
+
+def broadcast_infos(
+    ctx: object, op_name: str, infos: Sequence[TensorInfo], dtype: str
+) -> TensorInfo:
+    """The broadcast result of tensor operands, with the given dtype."""
+    if any(i.ndim is None for i in infos):
+        return TensorInfo(dtype=dtype)
+    if any(i.shape is None for i in infos):
+        return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0))
+    shape = broadcast_shapes(ctx, op_name, [i.shape for i in infos])
+    if shape is None:
+        return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos))
+    return TensorInfo(shape, dtype)
+
+
+def broadcast_to_shape(
+    ctx: object, op_name: str, source: Sequence[Dim], target: Sequence[Dim], what: str
+) -> None:
+    """Require that ``source`` broadcasts to exactly ``target`` (as ``np.broadcast_to``).
+
+    Per aligned axis the source dim must be 1 or equal to the target dim; an unproven
+    axis becomes the run-time check ``(s - 1) * (s - t) == 0``, which is that relation.
+    """
+    if len(source) > len(target):
+        fail(
+            op_name,
+            f"cannot broadcast {what} of shape {_shape_text(source)} to shape "
+            f"{_shape_text(target)}: rank {len(source)} > {len(target)}",
+        )
+    offset = len(target) - len(source)
+    for axis, dim in enumerate(source):
+        wanted = target[offset + axis]
+        if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", wanted) is True:
+            continue
+        message = (
+            f"{op_name}: cannot broadcast {what} of shape {_shape_text(source)} to shape "
+            f"{_shape_text(target)}: axis {offset + axis} has size {dim}, expected 1 or {wanted}"
+        )
+        require(ctx, Check("eq", ((dim - 1) * (dim - wanted), 0), message))
+
+
+def require_equal(ctx: object, op_name: str, a: Dim, b: Dim, message: str) -> Dim:
+    """Require ``a == b`` (proven, or checked at run time) and return ``a``."""
+    require(ctx, Check("eq", (a, b), f"{op_name}: {message}"))
+    return a
+
+
+def num_elements(shape: Sequence[Dim]) -> Dim:
+    """The product of ``shape``'s dims (1 for a scalar)."""
+    return math.prod(shape, start=1)
+
+
+__all__ = [
+    "PATTERNS",
+    "Dim",
+    "InferContext",
+    "Op",
+    "as_tensor_info",
+    "compute_dtype",
+    "broadcast_dim",
+    "broadcast_infos",
+    "broadcast_shapes",
+    "broadcast_to_shape",
+    "fail",
+    "get",
+    "info_text",
+    "normalize_axis",
+    "num_elements",
+    "operand_type",
+    "promote_types",
+    "register",
+    "registry",
+    "require",
+    "require_equal",
+    "tensor_args",
+    "to_inexact",
+    "value_type",
+    "with_dtype",
+]

@@ -1,0 +1,338 @@
+"""Creation ops: ``zeros``, ``ones``, ``full``, ``arange`` and the ``*_like`` family.
+
+Shapes are attributes (tuples of dims, symbolic allowed); a dim that may be negative
+for some symbol values is checked at run time. ``arange`` accepts symbolic integer
+bounds: its length ``max(ceil((stop - start) / step), 0)`` is built with arith.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from relaxjax import arith, dtypes
+from relaxjax.ir import Check, StructInfo, TensorInfo
+from relaxjax.ir.struct_info import format_dims
+from relaxjax.ops.base import (
+    Dim,
+    InferContext,
+    Op,
+    broadcast_to_shape,
+    fail,
+    operand_type,
+    register,
+    require,
+    tensor_args,
+    value_type,
+)
+
+
+def _canonical_shape(shape: Sequence[Dim]) -> tuple[Dim, ...]:
+    dims = tuple(shape)
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, (int, arith.Expr)):
+            raise TypeError(f"a shape must hold ints or symbolic dims, got {dim!r} in {shape!r}")
+    return dims
+
+
+def _optional_dtype(dtype: object) -> str | None:
+    return None if dtype is None else dtypes.canonical(dtype)
+
+
+def _shape_info(ctx: object, op_name: str, shape: Sequence[Dim], dtype: str) -> TensorInfo:
+    """A tensor of ``shape``; every dim must be >= 0 (checked at run time when symbolic)."""
+    for axis, dim in enumerate(shape):
+        message = (
+            f"{op_name}: negative dimensions are not allowed: axis {axis} of shape "
+            f"{format_dims(shape)} has size {dim}"
+        )
+        require(ctx, Check("nonneg", (dim,), message))
+    return TensorInfo(shape, dtype)
+
+
+def _no_arrays(op_name: str, arrays: Sequence[object]) -> None:
+    if arrays:
+        raise TypeError(f"{op_name} takes no array arguments, got {len(arrays)}")
+
+
+def _concrete_shape(op_name: str, shape: Sequence[Dim]) -> tuple[int, ...]:
+    if not all(isinstance(d, int) for d in shape):
+        raise TypeError(f"{op_name}: the reference needs concrete dims, got {format_dims(shape)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{op_name}: negative dimensions are not allowed: {format_dims(shape)}")
+    return tuple(shape)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeDtypeAttrs:
+    """The shape (dims, symbolic allowed) and dtype of a created array."""
+
+    shape: tuple[Dim, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", _canonical_shape(self.shape))
+        object.__setattr__(self, "dtype", dtypes.canonical(self.dtype))
+
+
+class ConstantFill(Op):
+    """An array of ``attrs.shape`` and ``attrs.dtype`` filled with ``fill``."""
+
+    pattern = "injective"
+    num_inputs = 0
+    Attrs = ShapeDtypeAttrs
+    fill = 0
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        tensor_args(self.name, args, 0)
+        return _shape_info(ctx, self.name, attrs.shape, attrs.dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        _no_arrays(self.name, arrays)
+        shape = _concrete_shape(self.name, attrs.shape)
+        return np.full(shape, self.fill, dtype=dtypes.to_numpy(attrs.dtype))
+
+
+@register
+class Zeros(ConstantFill):
+    """``zeros(shape, dtype)``."""
+
+    name = "zeros"
+    fill = 0
+
+
+@register
+class Ones(ConstantFill):
+    """``ones(shape, dtype)``."""
+
+    name = "ones"
+    fill = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FullAttrs:
+    """The shape of ``full`` and its dtype (None: the fill value's dtype)."""
+
+    shape: tuple[Dim, ...]
+    dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", _canonical_shape(self.shape))
+        object.__setattr__(self, "dtype", _optional_dtype(self.dtype))
+
+
+def _fill_dtype(fill: dtypes.Operand, dtype: str | None) -> str:
+    return dtype if dtype is not None else dtypes.result_type(fill)
+
+
+def _fill_info(
+    ctx: object, op_name: str, fill: TensorInfo, shape: Sequence[Dim], dtype: str
+) -> TensorInfo:
+    """The result of filling ``shape`` with ``fill`` (which broadcasts to it)."""
+    info = _shape_info(ctx, op_name, shape, dtype)
+    if fill.shape is not None:
+        broadcast_to_shape(ctx, op_name, fill.shape, shape, "fill_value")
+    elif fill.ndim is not None and fill.ndim > len(shape):
+        fail(
+            op_name,
+            f"cannot broadcast fill_value of rank {fill.ndim} to shape {format_dims(shape)}",
+        )
+    elif fill.ndim is None or fill.ndim > 0:
+        # Unknown fill dims: the result is only as precise as a run-time re-deduction.
+        return TensorInfo(dtype=dtype, ndim=len(shape))
+    return info
+
+
+def _fill_reference(fill: object, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    values = np.asarray(fill).astype(dtypes.to_numpy(dtype))
+    return np.array(np.broadcast_to(values, shape))
+
+
+@register
+class Full(Op):
+    """``full(shape, fill_value, dtype)``: ``fill_value`` broadcasts to ``shape``."""
+
+    name = "full"
+    pattern = "broadcast"
+    num_inputs = 1
+    Attrs = FullAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        (fill,) = tensor_args(self.name, args, 1)
+        dtype = _fill_dtype(operand_type(args[0]), attrs.dtype)
+        return _fill_info(ctx, self.name, fill, attrs.shape, dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        (fill,) = arrays
+        shape = _concrete_shape(self.name, attrs.shape)
+        return _fill_reference(fill, shape, _fill_dtype(value_type(fill), attrs.dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class LikeAttrs:
+    """Overrides of a ``*_like`` op: dtype and shape (None: those of the operand)."""
+
+    dtype: str | None = None
+    shape: tuple[Dim, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", _optional_dtype(self.dtype))
+        if self.shape is not None:
+            object.__setattr__(self, "shape", _canonical_shape(self.shape))
+
+
+def _like_info(
+    ctx: object, op_name: str, like: StructInfo, attrs: LikeAttrs, dtype: str
+) -> TensorInfo:
+    (info,) = tensor_args(op_name, [like], 1)
+    if attrs.shape is not None:
+        return _shape_info(ctx, op_name, attrs.shape, dtype)
+    if info.shape is not None:
+        return TensorInfo(info.shape, dtype)
+    return TensorInfo(dtype=dtype, ndim=info.ndim)
+
+
+def _like_shape(op_name: str, like: object, attrs: LikeAttrs) -> tuple[int, ...]:
+    if attrs.shape is not None:
+        return _concrete_shape(op_name, attrs.shape)
+    return np.shape(like)
+
+
+class ConstantLike(Op):
+    """An array shaped and typed like the operand (or per the overrides), filled with ``fill``."""
+
+    pattern = "injective"
+    num_inputs = 1
+    Attrs = LikeAttrs
+    fill = 0
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        tensor_args(self.name, args, 1)
+        dtype = attrs.dtype or dtypes.result_type(operand_type(args[0]))
+        return _like_info(ctx, self.name, args[0], attrs, dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        (like,) = arrays
+        dtype = attrs.dtype or dtypes.result_type(value_type(like))
+        shape = _like_shape(self.name, like, attrs)
+        return np.full(shape, self.fill, dtype=dtypes.to_numpy(dtype))
+
+
+@register
+class ZerosLike(ConstantLike):
+    """``zeros_like(a, dtype=None, shape=None)``."""
+
+    name = "zeros_like"
+    fill = 0
+
+
+@register
+class OnesLike(ConstantLike):
+    """``ones_like(a, dtype=None, shape=None)``."""
+
+    name = "ones_like"
+    fill = 1
+
+
+@register
+class FullLike(Op):
+    """``full_like(a, fill_value, dtype=None, shape=None)``; the dtype defaults to ``a``'s."""
+
+    name = "full_like"
+    pattern = "broadcast"
+    num_inputs = 2
+    Attrs = LikeAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        _, fill = tensor_args(self.name, args, 2)
+        dtype = attrs.dtype or dtypes.result_type(operand_type(args[0]))
+        like = _like_info(ctx, self.name, args[0], attrs, dtype)
+        if like.shape is None:
+            return like
+        return _fill_info(ctx, self.name, fill, like.shape, dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        like, fill = arrays
+        dtype = attrs.dtype or dtypes.result_type(value_type(like))
+        return _fill_reference(fill, _like_shape(self.name, like, attrs), dtype)
+
+
+# --------------------------------------------------------------------------- arange
+
+Bound = Dim | float
+
+
+@dataclass(frozen=True, slots=True)
+class ArangeAttrs:
+    """``arange(start, stop, step)``: integer (possibly symbolic) or float bounds.
+
+    ``step`` must be a nonzero constant; symbolic bounds need integer bounds throughout.
+    """
+
+    start: Bound
+    stop: Bound
+    step: Bound
+    dtype: str
+
+    def __post_init__(self) -> None:
+        for field in ("start", "stop", "step"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float, arith.Expr)):
+                raise TypeError(
+                    f"arange: {field} must be an int, a float or a symbolic dim, got {value!r}"
+                )
+        if isinstance(self.step, arith.Expr):
+            raise TypeError(f"arange: step must be a constant, got the symbolic {self.step}")
+        if self.step == 0:
+            raise ValueError("arange: step must not be zero")
+        symbolic = any(isinstance(v, arith.Expr) for v in (self.start, self.stop))
+        if symbolic and any(isinstance(v, float) for v in (self.start, self.stop, self.step)):
+            raise TypeError(
+                f"arange: symbolic bounds need integer start, stop and step, got "
+                f"start={self.start}, stop={self.stop}, step={self.step}"
+            )
+        object.__setattr__(self, "dtype", dtypes.canonical(self.dtype))
+
+
+def arange_length(start: Bound, stop: Bound, step: Bound) -> Dim:
+    """The number of elements of ``arange(start, stop, step)``: ``max(ceil(...), 0)``."""
+    if any(isinstance(v, float) for v in (start, stop, step)):
+        return max(math.ceil((stop - start) / step), 0)
+    return arith.max_(-((start - stop) // step), 0)
+
+
+@register
+class Arange(Op):
+    """``arange(start, stop, step, dtype)``: evenly spaced values in ``[start, stop)``."""
+
+    name = "arange"
+    pattern = "injective"
+    num_inputs = 0
+    Attrs = ArangeAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        tensor_args(self.name, args, 0)
+        return TensorInfo((arange_length(attrs.start, attrs.stop, attrs.step),), attrs.dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        _no_arrays(self.name, arrays)
+        bounds = (attrs.start, attrs.stop, attrs.step)
+        if any(isinstance(v, arith.Expr) for v in bounds):
+            raise TypeError(f"arange: the reference needs concrete bounds, got {bounds}")
+        length = arange_length(*bounds)
+        values = attrs.start + attrs.step * np.arange(length, dtype=np.float64)
+        if all(isinstance(v, int) for v in bounds):
+            values = attrs.start + attrs.step * np.arange(length, dtype=np.int64)
+        return values.astype(dtypes.to_numpy(attrs.dtype))
+
+
+__all__ = [
+    "ArangeAttrs",
+    "FullAttrs",
+    "LikeAttrs",
+    "ShapeDtypeAttrs",
+    "arange_length",
+]

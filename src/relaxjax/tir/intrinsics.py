@@ -1,0 +1,62 @@
+"""The math intrinsics a TIR :class:`~relaxjax.tir.expr.Call` may name, with their type rules.
+
+Semantics every backend implements (the reference interpreter is the executable spec):
+
+- float16 and bfloat16 operations compute in float32 and round each result back
+  (round to nearest even);
+- ``rsqrt(x) = 1 / sqrt(x)``, ``sigmoid(x) = 1 / (1 + exp(-x))``, ``round`` rounds half
+  to even, ``fma(a, b, c) = a * b + c`` (fused or not);
+- ``if_then_else(cond, a, b)`` evaluates only the selected operand (unlike ``Select``,
+  which evaluates both): use it to guard loads that would be out of bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OPERAND_KINDS: tuple[str, ...] = ("float", "numeric")
+RESULT_KINDS: tuple[str, ...] = ("same", "bool")
+
+
+@dataclass(frozen=True, slots=True)
+class Intrinsic:
+    """The signature of an intrinsic: operand count and kind, and the result dtype rule.
+
+    ``operands`` is ``"float"`` (all operands one floating dtype) or ``"numeric"`` (one
+    int or float dtype); ``result`` is ``"same"`` (the operands' dtype) or ``"bool"``.
+    """
+
+    name: str
+    arity: int
+    operands: str
+    result: str
+
+    def __post_init__(self) -> None:
+        if self.operands not in OPERAND_KINDS or self.result not in RESULT_KINDS:
+            raise ValueError(f"bad intrinsic signature {self}")
+
+
+def _table(*entries: Intrinsic) -> dict[str, Intrinsic]:
+    return {entry.name: entry for entry in entries}
+
+
+_FLOAT_UNARY = (
+    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
+    "sinh cosh tanh erf sigmoid floor ceil trunc round"
+).split()
+
+INTRINSICS: dict[str, Intrinsic] = _table(
+    *(Intrinsic(name, 1, "float", "same") for name in _FLOAT_UNARY),
+    Intrinsic("abs", 1, "numeric", "same"),
+    Intrinsic("isnan", 1, "float", "bool"),
+    Intrinsic("isinf", 1, "float", "bool"),
+    Intrinsic("isfinite", 1, "float", "bool"),
+    Intrinsic("pow", 2, "float", "same"),
+    Intrinsic("atan2", 2, "float", "same"),
+    Intrinsic("fma", 3, "float", "same"),
+)
+
+# ``if_then_else(cond, a, b)``: a lazy select; its rule is special (bool, T, T -> T).
+LAZY_SELECT = "if_then_else"
+
+INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT}

@@ -1,0 +1,205 @@
+"""Specs: the struct info of a function's parameters, from annotations, specs or values.
+
+A parameter's spec is a pytree of leaf specs: :class:`~relaxjax.ir.TensorInfo`
+(``relax.Tensor``) for tensors, :class:`~relaxjax.ir.PrimInfo` for scalars. Specs
+come from three places:
+
+- annotations: ``def f(x: relax.Tensor(("n", 4), "float32"))``;
+- ``eval_shape``/``lower`` arguments: specs, or anything with ``.shape`` and
+  ``.dtype`` (numpy arrays, jax arrays, ``jax.ShapeDtypeStruct``), or Python
+  scalars;
+- call arguments of unannotated parameters: the first call's shapes and dtypes.
+
+Symbols are identified by name within one signature: :func:`unify_symbols`
+rewrites every occurrence of a name to one symbol carrying the declared bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from relaxjax import arith, dtypes
+from relaxjax.ir import PrimInfo, StructInfo, TensorInfo, free_symbols, subs_info
+from relaxjax.trace import pytree
+
+__all__ = [
+    "ParamSpec",
+    "is_array_like",
+    "spec_of_value",
+    "spec_of_argument",
+    "annotation_spec",
+    "unify_symbols",
+    "describe_bounds",
+]
+
+SPEC_TYPES = (TensorInfo, PrimInfo)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One Python parameter: its name, its spec pytree's leaves and structure."""
+
+    name: str
+    leaves: tuple[StructInfo, ...]
+    treedef: pytree.TreeDef
+
+
+def is_array_like(value: object) -> bool:
+    """Arrays and array descriptions: anything with a ``shape`` and a ``dtype``."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, type)
+
+
+def _python_scalar_info(value: bool | int | float) -> PrimInfo:
+    return PrimInfo(dtypes.weak_of(value).dtype, weak=True)
+
+
+def _array_info(value: object, what: str) -> TensorInfo:
+    try:
+        shape = tuple(int(d) for d in value.shape)  # type: ignore[attr-defined]
+    except TypeError:
+        raise TypeError(
+            f"{what}: the shape {value.shape!r} of {type(value).__name__} is not a tuple "  # type: ignore[attr-defined]
+            "of ints; give a relax.Tensor spec for symbolic dims"
+        ) from None
+    return TensorInfo(shape, dtypes.canonical(value.dtype))  # type: ignore[attr-defined]
+
+
+def spec_of_argument(value: object, what: str) -> StructInfo:
+    """The spec a call argument specialises an unannotated parameter to.
+
+    Arrays give their concrete shape and dtype; Python ``bool``/``int``/``float``
+    give a weakly typed scalar (``bool``/``int64``/``float64``), as in jax.
+    """
+    if isinstance(value, bool | int | float) and not isinstance(value, SPEC_TYPES):
+        return _python_scalar_info(value)
+    if is_array_like(value) and not isinstance(value, SPEC_TYPES):
+        return _array_info(value, what)
+    raise TypeError(
+        f"{what}: expected an array or a Python scalar, got {_describe(value)}"
+    )
+
+
+def spec_of_value(value: object, what: str) -> StructInfo:
+    """A spec given to ``eval_shape``/``lower``: a spec, an array-like or a Python scalar."""
+    if isinstance(value, SPEC_TYPES):
+        return value
+    if isinstance(value, type) and issubclass(value, SPEC_TYPES):
+        raise TypeError(f"{what}: got the class {_class_name(value)} itself; {_SPEC_HINT}")
+    if isinstance(value, bool | int | float) or is_array_like(value):
+        return spec_of_argument(value, what)
+    raise TypeError(f"{what}: expected a spec, got {_describe(value)}; {_SPEC_HINT}")
+
+
+_SPEC_HINT = (
+    'give a spec such as relax.Tensor(("n", 4), "float32"), an array, '
+    "or an object with .shape and .dtype"
+)
+
+
+def _class_name(cls: type) -> str:
+    return "relax.Tensor" if cls is TensorInfo else cls.__name__
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _is_spec_tree_leaf(value: object) -> bool:
+    return isinstance(value, SPEC_TYPES)
+
+
+def annotation_spec(annotation: object, param: str) -> tuple[list[StructInfo], pytree.TreeDef] | None:
+    """The spec pytree an annotation declares, or None if it declares none.
+
+    Annotations that are not specs (``int``, ``"np.ndarray"``, ...) are ignored and
+    the parameter is specialised at the call. The class ``relax.Tensor`` itself is
+    a mistake and raises ``TypeError``.
+    """
+    if isinstance(annotation, type) and issubclass(annotation, SPEC_TYPES):
+        raise TypeError(
+            f"parameter {param!r}: annotated with the class {_class_name(annotation)} itself; "
+            'give a spec such as relax.Tensor(("n", 4), "float32")'
+        )
+    if not isinstance(annotation, SPEC_TYPES | tuple | list | dict):
+        return None
+    leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
+    if not leaves:
+        return None
+    bad = [leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES)]
+    if bad:
+        if isinstance(annotation, SPEC_TYPES | tuple | list) and all(
+            not isinstance(leaf, SPEC_TYPES) for leaf in leaves
+        ):
+            return None
+        raise TypeError(
+            f"parameter {param!r}: annotation {annotation!r} mixes specs with "
+            f"{_describe(bad[0])}; {_SPEC_HINT}"
+        )
+    return leaves, treedef
+
+
+# --------------------------------------------------------------------------- symbols
+
+
+def _declared(symbol: arith.Sym) -> bool:
+    return symbol.lower != 0 or symbol.upper is not None
+
+
+def describe_bounds(symbol: arith.Sym) -> str:
+    """``sym('n', lower=1, upper=8)``: how a symbol's declaration reads."""
+    parts = [repr(symbol.name)]
+    if symbol.lower != 0:
+        parts.append(f"lower={symbol.lower}")
+    if symbol.upper is not None:
+        parts.append(f"upper={symbol.upper}")
+    return f"sym({', '.join(parts)})"
+
+
+def unify_symbols(
+    specs: Sequence[tuple[str, StructInfo]],
+    known: Mapping[str, arith.Sym] | None = None,
+) -> tuple[list[StructInfo], dict[str, arith.Sym]]:
+    """Make every symbol name stand for one symbol across ``specs``.
+
+    ``specs`` pairs a description (e.g. ``"parameter 'x'"``) with a leaf spec;
+    ``known`` holds the symbols already defined (e.g. by earlier parameters). A
+    name declared with bounds in one place and without in another takes the
+    declared bounds; two different declared bounds raise ``TypeError`` naming
+    both. Returns the rewritten specs and the symbol table by name.
+    """
+    table: dict[str, arith.Sym] = dict(known or {})
+    origin: dict[str, str] = {name: "an earlier definition" for name in table}
+    for where, info in specs:
+        for symbol in sorted(free_symbols(info), key=lambda s: s.name):
+            _merge_symbol(table, origin, symbol, where)
+    rewritten = [_rebind(info, table) for _, info in specs]
+    return rewritten, table
+
+
+def _merge_symbol(
+    table: dict[str, arith.Sym], origin: dict[str, str], symbol: arith.Sym, where: str
+) -> None:
+    current = table.get(symbol.name)
+    if current is None or (not _declared(current) and _declared(symbol)):
+        table[symbol.name] = symbol
+        origin[symbol.name] = where
+        return
+    if _declared(symbol) and (symbol.lower, symbol.upper) != (current.lower, current.upper):
+        raise TypeError(
+            f"symbol {symbol.name!r} is declared with conflicting bounds: "
+            f"{describe_bounds(current)} in {origin[symbol.name]} and "
+            f"{describe_bounds(symbol)} in {where}"
+        )
+
+
+def _rebind(info: StructInfo, table: Mapping[str, arith.Sym]) -> StructInfo:
+    stale = {
+        s.name: table[s.name]
+        for s in free_symbols(info)
+        if (s.lower, s.upper) != (table[s.name].lower, table[s.name].upper)
+    }
+    return subs_info(info, stale) if stale else info
