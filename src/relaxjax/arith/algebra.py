@@ -26,9 +26,20 @@ import numbers
 from math import gcd
 
 from relaxjax.arith import bounds as _bounds
-from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, dim_key
+from relaxjax.arith.expr import (
+    Dim,
+    Expr,
+    FloorDiv,
+    Max,
+    Min,
+    Mod,
+    Monomial,
+    dim_key,
+    render_operand,
+)
 from relaxjax.arith.terms import (
     CONSTANT,
+    Terms,
     add_into,
     content,
     exact_quotient,
@@ -54,22 +65,69 @@ def as_dim(value: object) -> Dim:
     """``value`` as a dim; ``TypeError`` naming it otherwise."""
     dim = as_dim_or_none(value)
     if dim is None:
-        raise TypeError(f"expected an int or a symbolic dim, got {value!r} ({type(value).__name__})")
+        raise TypeError(
+            f"expected an int or a symbolic dim, got {value!r} ({type(value).__name__})"
+        )
     return dim
+
+
+def close(terms: Terms) -> Dim:
+    """The canonical dim of a term dictionary, after folding floor-division/modulo pairs:
+    ``c * (x // c) + x % c -> x`` and ``x - c * (x // c) -> x % c`` (times any ``k``)."""
+    while _fold_one_divmod(terms):
+        pass
+    return from_terms(terms)
+
+
+def _fold_one_divmod(terms: Terms) -> bool:
+    for monomial, coeff in terms.items():
+        if len(monomial) != 1 or monomial[0][1] != 1:
+            continue
+        atom = monomial[0][0]
+        if not (isinstance(atom, FloorDiv) and isinstance(atom.b, int)) or coeff % atom.b:
+            continue
+        if _fold_with_mod(terms, monomial, coeff) or _fold_with_dividend(terms, monomial, coeff):
+            return True
+    return False
+
+
+def _fold_with_mod(terms: Terms, quotient: Monomial, coeff: int) -> bool:
+    """``k * c * (x // c) + k * (x % c) -> k * x``."""
+    x, c = quotient[0][0].a, quotient[0][0].b
+    remainder = ((Mod.make(x, c), 1),)
+    k = coeff // c
+    if terms.get(remainder) != k:
+        return False
+    del terms[quotient], terms[remainder]
+    add_into(terms, to_terms(x), k)
+    return True
+
+
+def _fold_with_dividend(terms: Terms, quotient: Monomial, coeff: int) -> bool:
+    """``k * x - k * c * (x // c) -> k * (x % c)`` when every term of ``k * x`` is present."""
+    x, c = quotient[0][0].a, quotient[0][0].b
+    k = -coeff // c
+    dividend, _ = split_constant(to_terms(x))
+    if not dividend or any(terms.get(m) != k * x_coeff for m, x_coeff in dividend.items()):
+        return False
+    del terms[quotient]
+    add_into(terms, to_terms(x), -k)
+    add_into(terms, to_terms(mod(x, c)), k)
+    return True
 
 
 def add(a: Dim, b: Dim) -> Dim:
     """``a + b``."""
     if type(a) is int and type(b) is int:
         return a + b
-    return from_terms(add_into(to_terms(a), to_terms(b)))
+    return close(add_into(to_terms(a), to_terms(b)))
 
 
 def sub(a: Dim, b: Dim) -> Dim:
     """``a - b``."""
     if type(a) is int and type(b) is int:
         return a - b
-    return from_terms(add_into(to_terms(a), to_terms(b), -1))
+    return close(add_into(to_terms(a), to_terms(b), -1))
 
 
 def neg(a: Dim) -> Dim:
@@ -81,7 +139,7 @@ def mul(a: Dim, b: Dim) -> Dim:
     """``a * b`` (expanded)."""
     if type(a) is int and type(b) is int:
         return a * b
-    return from_terms(multiply(to_terms(a), to_terms(b)))
+    return close(multiply(to_terms(a), to_terms(b)))
 
 
 def power(a: Dim, exponent: int) -> Dim:
@@ -101,7 +159,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
     """``a // b`` with Python floor semantics; ``ZeroDivisionError`` for ``b == 0``."""
     if isinstance(b, int):
         if b == 0:
-            raise ZeroDivisionError(f"integer division by zero: {a} // 0")
+            raise ZeroDivisionError(f"integer division by zero: {render_operand(a, True)} // 0")
         if isinstance(a, int):
             return a // b
         if b < 0:
@@ -114,7 +172,7 @@ def mod(a: Dim, b: Dim) -> Dim:
     """``a % b`` with Python semantics (the result has the divisor's sign)."""
     if isinstance(b, int):
         if b == 0:
-            raise ZeroDivisionError(f"integer modulo by zero: {a} % 0")
+            raise ZeroDivisionError(f"integer modulo by zero: {render_operand(a, True)} % 0")
         if isinstance(a, int):
             return a % b
         if b < 0:
@@ -136,7 +194,7 @@ def _split(a: Dim, c: int) -> tuple[Dim, Dim, int, int]:
         if r:
             remainder[monomial] = r
     g = gcd(content(remainder), c)
-    return from_terms(quotient), from_terms(scaled_down(remainder, g)), g, c // g
+    return close(quotient), close(scaled_down(remainder, g)), g, c // g
 
 
 def scaled_down(terms: dict, factor: int) -> dict:
@@ -258,26 +316,37 @@ def _beats(x: Dim, y: Dim, is_min: bool) -> bool:
 
 
 def _normalised_extremum(kind: type[Min] | type[Max], args: list[Dim]) -> Dim:
-    if all(leading_coefficient(arg) < 0 for arg in args if isinstance(arg, Expr)):
+    common = _common_part(args)
+    shifted = [sub(arg, common) for arg in args]
+    if all(leading_coefficient(arg) < 0 for arg in shifted if isinstance(arg, Expr)):
         # min(-x, -y) == -max(x, y): keep the operands' leading coefficients positive
         other = Max if kind is Min else Min
-        return neg(_extremum(other, tuple(neg(arg) for arg in args)))
-    offset = min(split_constant(to_terms(arg))[1] for arg in args)
-    shifted = [sub(arg, offset) for arg in args]
+        return sub(common, _extremum(other, tuple(neg(arg) for arg in shifted)))
     factor = 0
     for arg in shifted:
         factor = gcd(factor, content(to_terms(arg)))
     if factor > 1:
         shifted = [floordiv(arg, factor) for arg in shifted]
     shifted.sort(key=dim_key)
-    return add(mul(kind.make(tuple(shifted)), max(factor, 1)), offset)
+    return add(mul(kind.make(tuple(shifted)), max(factor, 1)), common)
+
+
+def _common_part(args: list[Dim]) -> Dim:
+    """The terms every operand shares with the same coefficient, plus the smallest
+    constant: ``min(x + t + 3, y + t + 1) == min(x + 2, y) + t + 1``."""
+    opened = [split_constant(to_terms(arg)) for arg in args]
+    shared = dict(opened[0][0])
+    for terms, _ in opened[1:]:
+        shared = {mono: coeff for mono, coeff in shared.items() if terms.get(mono) == coeff}
+    shared[CONSTANT] = min(const for _, const in opened)
+    return close(shared)
 
 
 __all__ = [
-    "CONSTANT",
     "add",
     "as_dim",
     "as_dim_or_none",
+    "close",
     "floordiv",
     "max_",
     "min_",

@@ -246,9 +246,9 @@ def _atom_upper(atom: Expr, coeff: int, rest: Terms, env: Ranges, depth: int) ->
         return floor_divide(_upper_terms(numerator, env, depth), c)
     if isinstance(atom, Mod) and coeff > 0:
         candidates = [INF]
-        if interval(atom.a, env)[0] >= 0:  # x % y <= x when x >= 0 (and y > 0)
-            if isinstance(atom.b, int) or interval(atom.b, env)[0] >= 1:
-                candidates.append(_upper_terms(_with(rest, coeff, atom.a), env, depth))
+        positive_divisor = isinstance(atom.b, int) or interval(atom.b, env)[0] >= 1
+        if positive_divisor and interval(atom.a, env)[0] >= 0:  # x % y <= x when x >= 0
+            candidates.append(_upper_terms(_with(rest, coeff, atom.a), env, depth))
         if not isinstance(atom.b, int) and interval(atom.b, env)[0] >= 1:
             candidates.append(_upper_terms(_with(rest, coeff, atom.b, -coeff), env, depth))
         return min(candidates)

@@ -359,7 +359,8 @@ def _render_factor(atom: Expr, protect: bool) -> str:
     return f"({text})" if protect and isinstance(atom, FloorDiv | Mod) else text
 
 
-def _render_operand(value: Dim, left: bool) -> str:
+def render_operand(value: Dim, left: bool) -> str:
+    """The text of an operand of ``//`` or ``%``, parenthesised where Python needs it."""
     text = str(value)
     if isinstance(value, int):
         return text if value >= 0 or left else f"({text})"
@@ -386,7 +387,7 @@ class FloorDiv(_Interned):
         return (self.a, self.b)
 
     def _render(self) -> str:
-        return f"{_render_operand(self.a, True)} // {_render_operand(self.b, False)}"
+        return f"{render_operand(self.a, True)} // {render_operand(self.b, False)}"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -407,7 +408,7 @@ class Mod(_Interned):
         return (self.a, self.b)
 
     def _render(self) -> str:
-        return f"{_render_operand(self.a, True)} % {_render_operand(self.b, False)}"
+        return f"{render_operand(self.a, True)} % {render_operand(self.b, False)}"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

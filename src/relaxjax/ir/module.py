@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Union
 
 from relaxjax.ir.nodes import ExternDecl, Function, GlobalVar
 
 # A kernel is any object with ``.name`` and ``__str__`` (a tir.PrimFunc).
-ModuleItem = Union[Function, ExternDecl, object]
+ModuleItem = Function | ExternDecl | object
 
 
 def is_kernel(item: object) -> bool:
@@ -62,7 +61,9 @@ class IRModule:
             return self._items[name]
         except KeyError:
             known = ", ".join(self._items) or "none"
-            raise KeyError(f"no function or kernel named {name!r} in the module (has: {known})")
+            raise KeyError(
+                f"no function or kernel named {name!r} in the module (has: {known})"
+            ) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -128,9 +128,7 @@ class PrimValue(Expr):
     dtype: str
     weak: bool
 
-    def __init__(
-        self, value: Dim | float | bool, dtype: object = None, weak: bool = False
-    ) -> None:
+    def __init__(self, value: Dim | float | bool, dtype: object = None, weak: bool = False) -> None:
         name = _default_prim_dtype(value) if dtype is None else dtypes.canonical(dtype)
         object.__setattr__(self, "value", _coerce_prim(value, name))
         object.__setattr__(self, "dtype", name)
@@ -322,7 +320,7 @@ def _decide_divides(a: Dim, b: Dim) -> bool | None:
 
 
 # What a Call may call: an operator, a function or kernel in the module, or an external one.
-Callee = Union[OpLike, GlobalVar, ExternFunc]
+Callee = OpLike | GlobalVar | ExternFunc
 
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
@@ -413,7 +411,7 @@ class MatchCast:
         _check_info(self.info, "match_cast info")
 
 
-AnyBinding = Union[Binding, MatchCast]
+AnyBinding = Binding | MatchCast
 
 
 def _check_bindings(bindings: Iterable[object]) -> tuple[AnyBinding, ...]:
@@ -461,7 +459,7 @@ class SeqExpr(Expr):
 
 
 # Values a function attribute may take (no Any: a closed set of plain data).
-AttrValue = Union[int, float, str, bool, None, tuple]
+AttrValue = int | float | str | bool | None | tuple
 
 
 def _freeze_attrs(attrs: Mapping[str, AttrValue] | Iterable | None) -> tuple:

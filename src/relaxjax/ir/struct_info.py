@@ -37,7 +37,9 @@ class ObjectInfo(StructInfo):
 def _as_dim(value: object, symbols: Mapping[str, Sym]) -> Dim:
     """Validate one dimension: a non-negative int, a symbolic expression or a string to parse."""
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"a dimension must be an int, a symbolic expression or a str, got {value!r}")
+        raise TypeError(
+            f"a dimension must be an int, a symbolic expression or a str, got {value!r}"
+        )
     if isinstance(value, (int, np.integer)):
         if value < 0:
             raise ValueError(f"a dimension must be >= 0, got {int(value)}")
@@ -78,7 +80,9 @@ def _shape_and_ndim(shape: object, ndim: object) -> tuple[tuple[Dim, ...] | None
         return None, ndim
     dims = as_dims(shape)  # type: ignore[arg-type]
     if ndim is not None and ndim != len(dims):
-        raise ValueError(f"ndim={ndim} does not match shape {format_dims(dims)} of rank {len(dims)}")
+        raise ValueError(
+            f"ndim={ndim} does not match shape {format_dims(dims)} of rank {len(dims)}"
+        )
     return dims, len(dims)
 
 
@@ -180,7 +184,9 @@ class PrimInfo(StructInfo):
         name = dtypes.canonical(dtype)
         if value is not None:
             if not dtypes.is_integer(name):
-                raise ValueError(f"only integer scalars carry a value, got value={value} for {name}")
+                raise ValueError(
+                    f"only integer scalars carry a value, got value={value} for {name}"
+                )
             value = _as_int_value(value)
         object.__setattr__(self, "dtype", name)
         object.__setattr__(self, "value", value)

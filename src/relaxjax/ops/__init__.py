@@ -4,7 +4,7 @@ Importing the package registers every op; look them up with :func:`get` and
 :func:`registry`.
 """
 
-from relaxjax.ops import creation, elementwise, nn
+from relaxjax.ops import creation, elementwise, linalg, nn, reduction
 from relaxjax.ops.base import (
     PATTERNS,
     InferContext,
@@ -18,14 +18,15 @@ from relaxjax.ops.base import (
     promote_types,
     register,
     registry,
-    require,
     tensor_args,
 )
 
 __all__ = [
     "creation",
     "elementwise",
+    "linalg",
     "nn",
+    "reduction",
     "PATTERNS",
     "InferContext",
     "Op",
@@ -38,6 +39,5 @@ __all__ = [
     "promote_types",
     "register",
     "registry",
-    "require",
     "tensor_args",
 ]

@@ -5,10 +5,11 @@ An op is defined once, as a singleton subclass of :class:`Op` registered by
 (``infer``), its numpy reference and its lowering to a loop-level kernel.
 
 ``infer`` is sound and best effort. A relation it cannot prove for every value of
-the symbols is handed to ``ctx.require(Check(...))``: proven relations are dropped,
-provably false ones raise :class:`~relaxjax.errors.ShapeError`, and the rest are
-recorded as run-time checks. Applied to concrete (int) shapes, ``infer`` is exact:
-it gives the concrete output shape or raises.
+the symbols is handed to ``ctx.require(Check(...))`` (``ctx`` is a
+:class:`relaxjax.ir.InferContext`): proven relations are dropped, provably false ones
+raise :class:`~relaxjax.errors.ShapeError`, and the rest are recorded as run-time checks.
+Applied to concrete (int) shapes, ``infer`` is exact: it gives the concrete output shape
+or raises.
 
 Example::
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.errors import LoweringError, ShapeError
-from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo
+from relaxjax.ir import Check, InferContext, PrimInfo, StructInfo, TensorInfo
 
 Dim = arith.Dim
 
@@ -56,43 +57,9 @@ def info_text(info: StructInfo) -> str:
     return repr(info)
 
 
-def require(ctx: object, check: Check) -> None:
-    """Hand ``check`` to ``ctx.require`` unless it is decided at compile time.
-
-    A proven check is dropped and a disproven one raises ``ShapeError`` with the
-    check's message, so this works with any context that has a ``require`` method.
-    """
-    verdict = check.decide()
-    if verdict is True:
-        return
-    if verdict is False:
-        raise ShapeError(check.message)
-    ctx.require(check)
-
-
 def fail(op_name: str, message: str) -> NoReturn:
     """Raise ``ShapeError`` with ``message`` prefixed by the op's name."""
     raise ShapeError(f"{op_name}: {message}")
-
-
-class InferContext:
-    """What an op's ``infer`` may ask of its caller: run-time checks.
-
-    ``require`` drops a proven check, raises ``ShapeError`` for a provably false one
-    and records the rest in ``checks`` (in order, without duplicates).
-    """
-
-    def __init__(self, op_name: str = "") -> None:
-        self.op_name = op_name
-        self.checks: list[Check] = []
-
-    def require(self, check: Check) -> None:
-        """Record ``check`` unless it is proven; raise ``ShapeError`` if it is disproven."""
-        verdict = check.decide()
-        if verdict is False:
-            raise ShapeError(check.message)
-        if verdict is None and check not in self.checks:
-            self.checks.append(check)
 
 
 # --------------------------------------------------------------------------- ops
@@ -135,8 +102,9 @@ class Op:
     ) -> tuple[StructInfo, tuple[Check, ...]]:
         """Run ``infer`` in a fresh context: the result info and the run-time checks."""
         self.check_attrs(attrs)
-        ctx = InferContext(self.name)
-        info = self.infer(tuple(args), attrs, ctx)
+        args = tuple(args)
+        ctx = InferContext(self.name, args)
+        info = self.infer(args, attrs, ctx)
         return info, tuple(ctx.checks)
 
     def check_attrs(self, attrs: object) -> None:
@@ -262,9 +230,7 @@ def normalize_axis(op_name: str, axis: int, ndim: int) -> int:
 # --------------------------------------------------------------------------- broadcasting
 
 
-def broadcast_dim(
-    ctx: object, op_name: str, a: Dim, b: Dim, shapes_text: str, axis: int
-) -> Dim | None:
+def broadcast_dim(ctx: InferContext, a: Dim, b: Dim, shapes_text: str, axis: int) -> Dim | None:
     """The broadcast of two dims, or None when it depends on the symbols' values.
 
     A relation that is not proven becomes a ``broadcast`` run-time check; a
@@ -275,10 +241,10 @@ def broadcast_dim(
     if arith.compare(b, "==", 1) is True or arith.compare(a, "==", b) is True:
         return a
     message = (
-        f"{op_name}: cannot broadcast shapes {shapes_text}: "
+        f"{ctx.op_name}: cannot broadcast shapes {shapes_text}: "
         f"axis {axis} has incompatible sizes {a} and {b}"
     )
-    require(ctx, Check("broadcast", (a, b), message))
+    ctx.require(Check("broadcast", (a, b), message))
     # Unproven: the result is a if a != 1 (then b is a or 1), symmetrically for b.
     if arith.compare(a, "!=", 1) is True:
         return a
@@ -287,9 +253,7 @@ def broadcast_dim(
     return None
 
 
-def broadcast_shapes(
-    ctx: object, op_name: str, shapes: Sequence[Sequence[Dim]]
-) -> tuple[Dim, ...] | None:
+def broadcast_shapes(ctx: InferContext, shapes: Sequence[Sequence[Dim]]) -> tuple[Dim, ...] | None:
     """numpy broadcasting of known shapes; None when some output dim is not provable.
 
     Every pair of dims on an axis must be broadcast-compatible (which is equivalent
@@ -298,37 +262,46 @@ def broadcast_shapes(
     text = ", ".join(_shape_text(s) for s in shapes)
     ndim = max((len(s) for s in shapes), default=0)
     padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    result: list[Dim | None] = []
+    result = []
     for axis in range(ndim):
         dims = [p[axis] for p in padded]
-        merged: Dim | None = 1
         for i, dim in enumerate(dims):
             for earlier in dims[:i]:
-                broadcast_dim(ctx, op_name, earlier, dim, text, axis)
-            if merged is not None:
-                merged = broadcast_dim(ctx, op_name, merged, dim, text, axis)
-        result.append(merged)
+                broadcast_dim(ctx, earlier, dim, text, axis)
+        result.append(_broadcast_result(dims))
     if any(d is None for d in result):
         return None
-    return tuple(result)  # type: ignore[arg-type]
+    return tuple(result)
 
 
-def broadcast_infos(
-    ctx: object, op_name: str, infos: Sequence[TensorInfo], dtype: str
-) -> TensorInfo:
+def _broadcast_result(dims: Sequence[Dim]) -> Dim | None:
+    """The size of an axis whose dims are pairwise compatible (checked), if provable."""
+    candidates = [d for d in dims if arith.compare(d, "==", 1) is not True]
+    if not candidates:
+        return 1
+    for dim in candidates:
+        if arith.compare(dim, "!=", 1) is True:
+            return dim  # every other candidate equals it or is 1
+    first = candidates[0]
+    if all(arith.compare(d, "==", first) is True for d in candidates):
+        return first  # all 1 together, or all the same size
+    return None
+
+
+def broadcast_infos(ctx: InferContext, infos: Sequence[TensorInfo], dtype: str) -> TensorInfo:
     """The broadcast result of tensor operands, with the given dtype."""
     if any(i.ndim is None for i in infos):
         return TensorInfo(dtype=dtype)
     if any(i.shape is None for i in infos):
         return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0))
-    shape = broadcast_shapes(ctx, op_name, [i.shape for i in infos])
+    shape = broadcast_shapes(ctx, [i.shape for i in infos])
     if shape is None:
         return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos))
     return TensorInfo(shape, dtype)
 
 
 def broadcast_to_shape(
-    ctx: object, op_name: str, source: Sequence[Dim], target: Sequence[Dim], what: str
+    ctx: InferContext, source: Sequence[Dim], target: Sequence[Dim], what: str
 ) -> None:
     """Require that ``source`` broadcasts to exactly ``target`` (as ``np.broadcast_to``).
 
@@ -336,8 +309,7 @@ def broadcast_to_shape(
     axis becomes the run-time check ``(s - 1) * (s - t) == 0``, which is that relation.
     """
     if len(source) > len(target):
-        fail(
-            op_name,
+        ctx.fail(
             f"cannot broadcast {what} of shape {_shape_text(source)} to shape "
             f"{_shape_text(target)}: rank {len(source)} > {len(target)}",
         )
@@ -347,15 +319,15 @@ def broadcast_to_shape(
         if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", wanted) is True:
             continue
         message = (
-            f"{op_name}: cannot broadcast {what} of shape {_shape_text(source)} to shape "
+            f"{ctx.op_name}: cannot broadcast {what} of shape {_shape_text(source)} to shape "
             f"{_shape_text(target)}: axis {offset + axis} has size {dim}, expected 1 or {wanted}"
         )
-        require(ctx, Check("eq", ((dim - 1) * (dim - wanted), 0), message))
+        ctx.require(Check("eq", ((dim - 1) * (dim - wanted), 0), message))
 
 
-def require_equal(ctx: object, op_name: str, a: Dim, b: Dim, message: str) -> Dim:
+def require_equal(ctx: InferContext, a: Dim, b: Dim, message: str) -> Dim:
     """Require ``a == b`` (proven, or checked at run time) and return ``a``."""
-    require(ctx, Check("eq", (a, b), f"{op_name}: {message}"))
+    ctx.require(Check("eq", (a, b), f"{ctx.op_name}: {message}"))
     return a
 
 
@@ -384,7 +356,6 @@ __all__ = [
     "promote_types",
     "register",
     "registry",
-    "require",
     "require_equal",
     "tensor_args",
     "to_inexact",

@@ -24,7 +24,6 @@ from relaxjax.ops.base import (
     fail,
     operand_type,
     register,
-    require,
     tensor_args,
     value_type,
 )
@@ -49,7 +48,7 @@ def _shape_info(ctx: object, op_name: str, shape: Sequence[Dim], dtype: str) -> 
             f"{op_name}: negative dimensions are not allowed: axis {axis} of shape "
             f"{format_dims(shape)} has size {dim}"
         )
-        require(ctx, Check("nonneg", (dim,), message))
+        ctx.require(Check("nonneg", (dim,), message))
     return TensorInfo(shape, dtype)
 
 
@@ -134,7 +133,7 @@ def _fill_info(
     """The result of filling ``shape`` with ``fill`` (which broadcasts to it)."""
     info = _shape_info(ctx, op_name, shape, dtype)
     if fill.shape is not None:
-        broadcast_to_shape(ctx, op_name, fill.shape, shape, "fill_value")
+        broadcast_to_shape(ctx, fill.shape, shape, "fill_value")
     elif fill.ndim is not None and fill.ndim > len(shape):
         fail(
             op_name,

@@ -256,7 +256,7 @@ class BroadcastOp(Op):
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         infos = tensor_args(self.name, args, self.num_inputs)
         dtype = self.result_dtype([operand_type(a) for a in args])
-        return broadcast_infos(ctx, self.name, infos, dtype)
+        return broadcast_infos(ctx, infos, dtype)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         if len(arrays) != self.num_inputs:
@@ -367,7 +367,8 @@ class Mod(IntegerResultOp):
 
 @register
 class Power(IntegerResultOp):
-    """``x ** y``; an integer raised to a negative integer power is 0 unless ``|x| == 1``."""
+    """``x ** y``. An integer raised to a negative power is only defined for ``|x| == 1``
+    (jax's value elsewhere depends on the platform); the reference gives 0 there."""
 
     name = "power"
 
@@ -531,7 +532,7 @@ class Clip(BroadcastOp):
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         infos = tensor_args(self.name, args, 1 + attrs.has_min + attrs.has_max)
         dtype = self.result_dtype([operand_type(a) for a in args])
-        return broadcast_infos(ctx, self.name, infos, dtype)
+        return broadcast_infos(ctx, infos, dtype)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         if len(arrays) != 1 + attrs.has_min + attrs.has_max:

@@ -26,7 +26,6 @@ from relaxjax.ops.base import (
     normalize_axis,
     operand_type,
     register,
-    require,
     tensor_args,
     to_inexact,
     value_type,
@@ -241,7 +240,7 @@ class OneHot(Op):
         (x,) = tensor_args(self.name, args, 1)
         classes = attrs.num_classes
         message = f"{self.name}: num_classes must be >= 0, got {classes}"
-        require(ctx, Check("nonneg", (classes,), message))
+        ctx.require(Check("nonneg", (classes,), message))
         if x.ndim is None:
             return TensorInfo(dtype=attrs.dtype)
         axis = normalize_axis(self.name, attrs.axis, x.ndim + 1)
@@ -310,7 +309,7 @@ class LastAxisNorm(Op):
             f"{self.name}: {pname} must have shape x.shape[-1:] = ({features},), "
             f"got {format_dims(param.shape)} for x of shape {format_dims(x.shape)}"
         )
-        require(ctx, Check("eq", (param.shape[0], features), message))
+        ctx.require(Check("eq", (param.shape[0], features), message))
         return True
 
     def result_dtype(self, types: Sequence[OperandType]) -> str:

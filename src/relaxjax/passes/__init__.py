@@ -1,1 +1,26 @@
-"""relaxjax.passes"""
+"""relaxjax.passes: graph passes, each a pure ``IRModule -> IRModule`` function.
+
+- :func:`legalize`: every op call becomes a ``call_tir`` of a shape-generic kernel;
+- :func:`dedup_kernels`: structurally identical kernels are stored once;
+- :func:`eliminate_dead_code`: unused bindings and orphaned kernels are dropped;
+- :func:`default_pipeline`: the passes ``relax.jit`` runs, as a :class:`Pipeline`.
+"""
+
+from relaxjax.passes.dce import eliminate_dead_bindings, eliminate_dead_code
+from relaxjax.passes.dedup import dedup_kernels
+from relaxjax.passes.legalize import LegalizedAttrs, is_op_call, known_shape, legalize
+from relaxjax.passes.pipeline import TARGETS, Pass, Pipeline, default_pipeline
+
+__all__ = [
+    "TARGETS",
+    "LegalizedAttrs",
+    "Pass",
+    "Pipeline",
+    "dedup_kernels",
+    "default_pipeline",
+    "eliminate_dead_bindings",
+    "eliminate_dead_code",
+    "is_op_call",
+    "known_shape",
+    "legalize",
+]

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from relaxjax import arith, dtypes
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo, free_symbols, subs_info
 from relaxjax.trace import pytree
@@ -71,9 +73,9 @@ def spec_of_argument(value: object, what: str) -> StructInfo:
     Arrays give their concrete shape and dtype; Python ``bool``/``int``/``float``
     give a weakly typed scalar (``bool``/``int64``/``float64``), as in jax.
     """
-    if isinstance(value, bool | int | float) and not isinstance(value, SPEC_TYPES):
+    if isinstance(value, bool | int | float) and not isinstance(value, np.generic):
         return _python_scalar_info(value)
-    if is_array_like(value) and not isinstance(value, SPEC_TYPES):
+    if is_array_like(value) and not isinstance(value, (*SPEC_TYPES, type)):
         return _array_info(value, what)
     raise TypeError(
         f"{what}: expected an array or a Python scalar, got {_describe(value)}"
@@ -86,7 +88,7 @@ def spec_of_value(value: object, what: str) -> StructInfo:
         return value
     if isinstance(value, type) and issubclass(value, SPEC_TYPES):
         raise TypeError(f"{what}: got the class {_class_name(value)} itself; {_SPEC_HINT}")
-    if isinstance(value, bool | int | float) or is_array_like(value):
+    if isinstance(value, bool | int | float | np.generic) or is_array_like(value):
         return spec_of_argument(value, what)
     raise TypeError(f"{what}: expected a spec, got {_describe(value)}; {_SPEC_HINT}")
 
@@ -112,32 +114,32 @@ def _is_spec_tree_leaf(value: object) -> bool:
     return isinstance(value, SPEC_TYPES)
 
 
-def annotation_spec(annotation: object, param: str) -> tuple[list[StructInfo], pytree.TreeDef] | None:
+def annotation_spec(
+    annotation: object, param: str
+) -> tuple[list[StructInfo], pytree.TreeDef] | None:
     """The spec pytree an annotation declares, or None if it declares none.
 
-    Annotations that are not specs (``int``, ``"np.ndarray"``, ...) are ignored and
-    the parameter is specialised at the call. The class ``relax.Tensor`` itself is
-    a mistake and raises ``TypeError``.
+    A spec, or a tuple/list/dict of specs, declares one. Annotations that hold no
+    spec (``int``, ``np.ndarray``, ...) are ignored: the parameter is specialised at
+    the call. The class ``relax.Tensor`` itself, or a structure mixing specs with
+    other things, is a mistake and raises ``TypeError``.
     """
     if isinstance(annotation, type) and issubclass(annotation, SPEC_TYPES):
         raise TypeError(
             f"parameter {param!r}: annotated with the class {_class_name(annotation)} itself; "
             'give a spec such as relax.Tensor(("n", 4), "float32")'
         )
-    if not isinstance(annotation, SPEC_TYPES | tuple | list | dict):
+    if not isinstance(annotation, (*SPEC_TYPES, tuple, list, dict)):
         return None
     leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
-    if not leaves:
+    specs = [leaf for leaf in leaves if isinstance(leaf, SPEC_TYPES)]
+    if not specs:
         return None
-    bad = [leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES)]
-    if bad:
-        if isinstance(annotation, SPEC_TYPES | tuple | list) and all(
-            not isinstance(leaf, SPEC_TYPES) for leaf in leaves
-        ):
-            return None
+    if len(specs) != len(leaves):
+        other = next(leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES))
         raise TypeError(
-            f"parameter {param!r}: annotation {annotation!r} mixes specs with "
-            f"{_describe(bad[0])}; {_SPEC_HINT}"
+            f"parameter {param!r}: the annotation mixes specs with {_describe(other)}; "
+            "annotate with a spec or a tuple/list/dict of specs"
         )
     return leaves, treedef
 
@@ -162,44 +164,56 @@ def describe_bounds(symbol: arith.Sym) -> str:
 def unify_symbols(
     specs: Sequence[tuple[str, StructInfo]],
     known: Mapping[str, arith.Sym] | None = None,
+    fixed: bool = False,
 ) -> tuple[list[StructInfo], dict[str, arith.Sym]]:
     """Make every symbol name stand for one symbol across ``specs``.
 
     ``specs`` pairs a description (e.g. ``"parameter 'x'"``) with a leaf spec;
-    ``known`` holds the symbols already defined (e.g. by earlier parameters). A
-    name declared with bounds in one place and without in another takes the
+    ``known`` holds the symbols already defined (e.g. in the function being traced).
+    A name declared with bounds in one place and without in another takes the
     declared bounds; two different declared bounds raise ``TypeError`` naming
-    both. Returns the rewritten specs and the symbol table by name.
+    both. With ``fixed``, the known symbols keep their bounds (a spec may only
+    repeat them). Returns the rewritten specs and the symbol table by name.
     """
     table: dict[str, arith.Sym] = dict(known or {})
-    origin: dict[str, str] = {name: "an earlier definition" for name in table}
+    origin = {name: "the function's symbols" for name in table}
+    frozen = frozenset(table) if fixed else frozenset()
     for where, info in specs:
         for symbol in sorted(free_symbols(info), key=lambda s: s.name):
-            _merge_symbol(table, origin, symbol, where)
+            _merge_symbol(table, origin, frozen, symbol, where)
     rewritten = [_rebind(info, table) for _, info in specs]
     return rewritten, table
 
 
 def _merge_symbol(
-    table: dict[str, arith.Sym], origin: dict[str, str], symbol: arith.Sym, where: str
+    table: dict[str, arith.Sym],
+    origin: dict[str, str],
+    frozen: frozenset[str],
+    symbol: arith.Sym,
+    where: str,
 ) -> None:
     current = table.get(symbol.name)
-    if current is None or (not _declared(current) and _declared(symbol)):
+    if current is None:
         table[symbol.name] = symbol
         origin[symbol.name] = where
         return
-    if _declared(symbol) and (symbol.lower, symbol.upper) != (current.lower, current.upper):
-        raise TypeError(
-            f"symbol {symbol.name!r} is declared with conflicting bounds: "
-            f"{describe_bounds(current)} in {origin[symbol.name]} and "
-            f"{describe_bounds(symbol)} in {where}"
-        )
+    if not _declared(symbol) or _same_bounds(symbol, current):
+        return
+    if not _declared(current) and symbol.name not in frozen:
+        table[symbol.name] = symbol
+        origin[symbol.name] = where
+        return
+    raise TypeError(
+        f"symbol {symbol.name!r} is declared with conflicting bounds: "
+        f"{describe_bounds(current)} in {origin[symbol.name]} and "
+        f"{describe_bounds(symbol)} in {where}"
+    )
+
+
+def _same_bounds(a: arith.Sym, b: arith.Sym) -> bool:
+    return (a.lower, a.upper) == (b.lower, b.upper)
 
 
 def _rebind(info: StructInfo, table: Mapping[str, arith.Sym]) -> StructInfo:
-    stale = {
-        s.name: table[s.name]
-        for s in free_symbols(info)
-        if (s.lower, s.upper) != (table[s.name].lower, table[s.name].upper)
-    }
+    stale = {s.name: table[s.name] for s in free_symbols(info) if not _same_bounds(s, table[s.name])}
     return subs_info(info, stale) if stale else info

@@ -1,0 +1,272 @@
+"""The well-formedness checker: ``verify(mod)`` raises ``VerifyError`` on the first violation.
+
+Rules (the name starts the message, followed by the function and the binding):
+
+- ``symbol-defined``: every symbol is defined before use, by a parameter dim or a
+  ``match_cast`` dim that is exactly that symbol.
+- ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
+- ``var-defined``: every var is defined before it is used.
+- ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
+  their block ends.
+- ``normal-form``: call operands and tuple fields are vars, constants, scalars, shapes,
+  global names or tuples of those.
+- ``info-consistent``: each binding's info is consistent with its value, each call's info
+  with what ``op.infer`` deduces again (equal or coarser, with every deduced run-time check
+  recorded), and the function's ``ret_info`` with its body.
+- ``callee-exists``: a call of a ``GlobalVar`` names a graph function of the module, and
+  ``call_tir`` names a kernel of the module (``call_extern`` calls an ``ExternFunc``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import NoReturn
+
+from relaxjax import arith
+from relaxjax.arith import Sym
+from relaxjax.errors import RelaxError, VerifyError
+from relaxjax.ir.builder import infer_call, is_leaf
+from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR
+from relaxjax.ir.module import IRModule, is_kernel
+from relaxjax.ir.nodes import (
+    Binding,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    MatchCast,
+    PrimValue,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from relaxjax.ir.printer import Printer
+from relaxjax.ir.struct_info import StructInfo, defining_symbols, free_symbols, is_base_of
+
+
+def verify(mod: IRModule) -> None:
+    """Raise ``VerifyError`` naming the rule and the binding if ``mod`` is not well formed."""
+    seen: set[Var] = set()
+    for name, item in mod.functions.items():
+        if isinstance(item, Function):
+            _FunctionChecker(mod, name, item, seen).run()
+
+
+class _FunctionChecker:
+    def __init__(self, mod: IRModule, name: str, func: Function, seen: set[Var]) -> None:
+        self.mod = mod
+        self.name = name
+        self.func = func
+        self.seen = seen  # every var defined so far in the module
+        self.in_scope: set[Var] = set()
+        self.symbols: set[str] = set()
+        self.printer = Printer(locations=False)
+        self.where = "the signature"
+        self.binding: Binding | MatchCast | None = None
+
+    def fail(self, rule: str, detail: str) -> NoReturn:
+        message = f"{rule}: function {self.name}, {self.where}: {detail}"
+        nodes = (self.binding,) if self.binding is not None else (self.func,)
+        raise VerifyError(message, nodes=nodes)
+
+    # -- walking ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        for param in self.func.params:
+            self.define_var(param)
+        for param in self.func.params:
+            self.symbols |= {s.name for s in defining_symbols(param.info)}
+        for param in self.func.params:
+            self.where = f"parameter {self.printer.namer(param)}: {param.info!r}"
+            self.use_symbols(free_symbols(param.info))
+        for block in self.func.body.blocks:
+            self.block(block)
+        body = self.func.body.body
+        self.where = f"return {self.printer.expr(body)}"
+        self.binding = None
+        self.operand(body)
+        self.use_symbols(free_symbols(self.func.ret_info))
+        if is_base_of(self.func.ret_info, body.info) is not True:
+            self.fail(
+                "info-consistent",
+                f"declared return info {self.func.ret_info!r} is not a base of the returned "
+                f"{body.info!r}",
+            )
+
+    def block(self, block: BindingBlock) -> None:
+        dataflow = isinstance(block, DataflowBlock)
+        local: list[Var] = []
+        for binding in block.bindings:
+            self.binding = binding
+            self.where = "binding " + self.printer.binding(binding, dataflow)[0]
+            if isinstance(binding.var, DataflowVar):
+                if not dataflow:
+                    self.fail("dataflow-scope", "a dataflow var is bound outside a dataflow block")
+                local.append(binding.var)
+            if isinstance(binding, MatchCast):
+                self.match_cast(binding)
+            else:
+                self.plain_binding(binding)
+        self.in_scope -= set(local)  # dataflow vars end with their block
+
+    def define_var(self, var: Var) -> None:
+        if var in self.seen:
+            self.fail("var-bound-once", f"var {self.printer.namer(var)} is defined twice")
+        self.seen.add(var)
+        self.in_scope.add(var)
+
+    def use_var(self, var: Var) -> None:
+        if var in self.in_scope:
+            return
+        name = self.printer.namer(var)
+        if isinstance(var, DataflowVar) and var in self.seen:
+            self.fail("dataflow-scope", f"dataflow var {name} is used after its block ended")
+        self.fail("var-defined", f"var {name} is used before it is defined")
+
+    def use_symbols(self, symbols: Iterable[Sym]) -> None:
+        for symbol in sorted(symbols, key=lambda s: s.name):
+            if symbol.name not in self.symbols:
+                self.fail(
+                    "symbol-defined",
+                    f"symbol {symbol.name} is used but not defined by a parameter or match_cast",
+                )
+
+    # -- bindings -------------------------------------------------------------------------
+
+    def match_cast(self, binding: MatchCast) -> None:
+        self.operand(binding.value)
+        new = {s.name for s in free_symbols(binding.info)} - self.symbols
+        self.symbols |= new & {s.name for s in defining_symbols(binding.info)}
+        self.use_symbols(free_symbols(binding.info))
+        if binding.var.info != binding.info:
+            self.fail(
+                "info-consistent",
+                f"the var's info {binding.var.info!r} differs from the cast {binding.info!r}",
+            )
+        self.define_var(binding.var)
+
+    def plain_binding(self, binding: Binding) -> None:
+        value = binding.value
+        if isinstance(value, Call):
+            self.call(value)
+        elif isinstance(value, TupleGetItem):
+            self.operand(value.tuple_value)
+        else:
+            self.operand(value)
+        self.use_symbols(free_symbols(binding.var.info))
+        if value.info is not None and is_base_of(binding.var.info, value.info) is not True:
+            self.fail(
+                "info-consistent",
+                f"the var's info {binding.var.info!r} is not a base of its value's {value.info!r}",
+            )
+        self.define_var(binding.var)
+
+    def operand(self, expr: Expr) -> None:
+        if not is_leaf(expr):
+            self.fail(
+                "normal-form",
+                f"{type(expr).__name__} {self.printer.expr(expr)} must be bound to a var "
+                "before it is used as an operand",
+            )
+        for node in _leaves(expr):
+            if isinstance(node, Var):
+                self.use_var(node)
+            elif isinstance(node, (PrimValue, ShapeExpr)):
+                values = node.values if isinstance(node, ShapeExpr) else (node.value,)
+                self.use_symbols(_dims_symbols(values))
+
+    def call(self, call: Call) -> None:
+        if isinstance(call.op, Expr):
+            self.callee(call)
+        for arg in call.args:
+            self.operand(arg)
+        if call.info is None:
+            self.fail("info-consistent", "the call has no info (it was never normalised)")
+        self.use_symbols(free_symbols(call.info))
+        self.use_symbols(_attrs_symbols(call.attrs))
+        for check in call.checks:
+            self.use_symbols(_dims_symbols(check.args))
+        if call.op is CALL_TIR or call.op is CALL_EXTERN:
+            self.builtin_callee(call)
+        if not isinstance(call.op, (GlobalVar, ExternFunc)):
+            self.rededuce(call)
+
+    def callee(self, call: Call) -> None:
+        if isinstance(call.op, GlobalVar):
+            target = self.mod.functions.get(call.op.name)
+            if not isinstance(target, Function):
+                self.fail("callee-exists", f"{call.op.name} is not a graph function of the module")
+            if len(call.args) != len(target.params):
+                self.fail(
+                    "info-consistent",
+                    f"{call.op.name} takes {len(target.params)} arguments, got {len(call.args)}",
+                )
+
+    def builtin_callee(self, call: Call) -> None:
+        target = call.args[0] if call.args else None
+        if call.op is CALL_TIR:
+            if not isinstance(target, GlobalVar) or not is_kernel(
+                self.mod.functions.get(target.name)
+            ):
+                shown = self.printer.expr(target) if target is not None else "nothing"
+                self.fail(
+                    "callee-exists", f"call_tir of {shown}, which is not a kernel of the module"
+                )
+        elif not isinstance(target, ExternFunc):
+            self.fail("callee-exists", "call_extern must call an ExternFunc")
+
+    def rededuce(self, call: Call) -> None:
+        try:
+            deduced, checks = infer_call(call.op, call.args, call.attrs)
+        except (RelaxError, TypeError, ValueError) as err:
+            self.fail("info-consistent", f"{call.op.name} rejects its operands: {err}")
+        if is_base_of(call.info, deduced) is not True:
+            self.fail(
+                "info-consistent",
+                f"recorded info {call.info!r} is not a base of the re-deduced {deduced!r}",
+            )
+        recorded = {(c.kind, c.args) for c in call.checks}
+        for check in checks:
+            if (check.kind, check.args) not in recorded:
+                self.fail(
+                    "info-consistent",
+                    f"the run-time check {check.relation()} that {call.op.name} needs is "
+                    "not recorded on the call",
+                )
+
+
+def _leaves(expr: Expr) -> Iterator[Expr]:
+    if isinstance(expr, Tuple):
+        for field in expr.fields:
+            yield from _leaves(field)
+    else:
+        yield expr
+
+
+def _dims_symbols(dims: Iterable[object]) -> set[Sym]:
+    found: set[Sym] = set()
+    for dim in dims:
+        if isinstance(dim, arith.Expr):
+            found |= arith.free_symbols(dim)
+    return found
+
+
+def _attrs_symbols(value: object) -> set[Sym]:
+    """Symbols mentioned in op attributes (dims, tuples of them, struct infos)."""
+    if isinstance(value, arith.Expr):
+        return set(arith.free_symbols(value))
+    if isinstance(value, StructInfo):
+        return set(free_symbols(value))
+    if isinstance(value, (tuple, list)):
+        return {s for v in value for s in _attrs_symbols(v)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            s for f in dataclasses.fields(value) for s in _attrs_symbols(getattr(value, f.name))
+        }
+    return set()

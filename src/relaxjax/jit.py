@@ -1,0 +1,151 @@
+"""``relax.jit`` and ``relax.eval_shape``: trace once, compile once for every symbol value.
+
+>>> import relaxjax as relax
+>>> @relax.jit
+... def scale(x: relax.Tensor(("n", 4), "float32")):
+...     return x * 2.0
+>>> relax.eval_shape(scale)
+Tensor((n, 4), "float32")
+>>> print(scale.lower())                                  # doctest: +SKIP
+@function
+def scale(x: Tensor((n, 4), "float32")) -> Tensor((n, 4), "float32"):
+    ...
+
+A parameter annotated with a spec is traced once, symbolically: every call, for
+any value of its symbols, runs the same executable. An unannotated parameter is
+specialised to the shape and dtype of the first call that passes it, as in
+``jax.jit``; a new shape or dtype compiles a new executable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable, Sequence
+
+import relaxjax.runtime as runtime
+from relaxjax.ir import IRModule
+from relaxjax.trace import pytree
+from relaxjax.trace.context import current
+from relaxjax.trace.function import Traced, function_name, trace_function
+from relaxjax.trace.signature import CallPlan, Signature
+
+__all__ = ["Jitted", "jit", "eval_shape"]
+
+
+class Jitted:
+    """A function compiled for every value of its symbolic dims (made by :func:`jit`).
+
+    Calling it runs the compiled program on arrays and returns the function's
+    output structure; :meth:`lower` gives the traced graph program and
+    :meth:`eval_shape` the output specs, neither running anything.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., object],
+        target: str = "llvm",
+        static_argnames: Sequence[str] = (),
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
+        if not isinstance(target, str):
+            raise TypeError(f"target must be a str such as 'llvm' or 'cuda', got {target!r}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.target = target
+        self._name = function_name(fn)
+        self._signature = Signature(fn, self._name, static_argnames)
+        self._traces: dict[Hashable, Traced] = {}
+        self._executables: dict[Hashable, Callable[..., object]] = {}
+
+    def __repr__(self) -> str:
+        return f"<relax.jit {self._name} target={self.target!r}>"
+
+    # -- tracing --------------------------------------------------------------------------
+
+    def _trace(self, plan: CallPlan) -> Traced:
+        traced = self._traces.get(plan.key)
+        if traced is None:
+            statics = dict(plan.statics)
+
+            def invoke(values: dict[str, object]) -> object:
+                arguments = {**values, **statics}
+                bound = self._signature.signature.bind_partial()
+                for name in self._signature.signature.parameters:
+                    if name in arguments:
+                        bound.arguments[name] = arguments[name]
+                return self.fn(*bound.args, **bound.kwargs)
+
+            traced = trace_function(self.fn, plan.params, invoke, self._name)
+            self._traces[plan.key] = traced
+        return traced
+
+    def lower(self, *specs: object, **kwspecs: object) -> IRModule:
+        """The traced graph program as an :class:`~relaxjax.ir.IRModule`.
+
+        With no arguments every parameter needs a spec annotation; otherwise give
+        specs (``relax.Tensor``, arrays, objects with ``.shape``/``.dtype``) as you
+        would give arguments. The graph function is named after the Python function.
+        """
+        return self._trace(self._signature.plan_specs(specs, kwspecs)).module
+
+    def eval_shape(self, *specs: object, **kwspecs: object) -> object:
+        """The output spec(s), in the function's output structure: no compilation, no data."""
+        traced = self._trace(self._signature.plan_specs(specs, kwspecs))
+        return pytree.unflatten(traced.out_tree, traced.out_infos)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        if current() is not None:
+            return self.fn(*args, **kwargs)  # inside another trace: inline
+        plan = self._signature.plan_call(args, kwargs)
+        executable = self._executables.get(plan.key)
+        traced = self._trace(plan)
+        if executable is None:
+            executable = runtime.build_executable(traced.module, self.target)
+            self._executables[plan.key] = executable
+        outputs = executable(*plan.flat_args)
+        return _unflatten_outputs(traced, outputs)
+
+    def cache_size(self) -> int:
+        """How many executables were compiled (one per distinct specialisation)."""
+        return len(self._executables)
+
+
+def _unflatten_outputs(traced: Traced, outputs: object) -> object:
+    """The executable's flat outputs, in the structure the function returned."""
+    count = traced.out_tree.num_leaves
+    if count == 1 and not isinstance(outputs, tuple | list):
+        outputs = (outputs,)
+    return pytree.unflatten(traced.out_tree, list(outputs))  # type: ignore[call-overload]
+
+
+def jit(
+    fn: Callable[..., object] | None = None,
+    *,
+    target: str = "llvm",
+    static_argnames: Sequence[str] = (),
+) -> Jitted | Callable[[Callable[..., object]], Jitted]:
+    """Compile ``fn`` for every value of its parameters' symbolic dims.
+
+    Use as ``@relax.jit``, ``@relax.jit(target="llvm")`` or ``relax.jit(fn,
+    target="cuda")``. Parameters named in ``static_argnames`` are not traced:
+    their (hashable) values are baked into the program, one executable per value.
+    """
+    if fn is None:
+        return functools.partial(jit, target=target, static_argnames=static_argnames)
+    return Jitted(fn, target=target, static_argnames=static_argnames)
+
+
+def eval_shape(fn: Callable[..., object], *specs: object, **kwspecs: object) -> object:
+    """The output spec(s) of ``fn`` for the given argument specs, without running it.
+
+    ``fn`` is a jitted or plain function. Annotated parameters use their annotation
+    unless a spec is given for them. Specs are ``relax.Tensor`` values, or anything
+    with ``.shape`` and ``.dtype`` (arrays, ``jax.ShapeDtypeStruct``), or Python
+    scalars, in tuples, lists and dicts matching the parameters' structure. The
+    result has the structure of ``fn``'s output, with a ``relax.Tensor`` per tensor.
+    """
+    jitted = fn if isinstance(fn, Jitted) else Jitted(fn)
+    return jitted.eval_shape(*specs, **kwspecs)

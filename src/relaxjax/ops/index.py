@@ -1,0 +1,276 @@
+"""Indexing: ``take`` (gather along an axis) and ``strided_slice`` (basic slicing).
+
+``strided_slice`` follows Python slice semantics on every sliced axis: negative
+bounds count from the end, out-of-range bounds are clamped, steps may be negative.
+Bounds may be symbolic; the result length is then an arith expression, exact for
+every value of the symbols (``x[::2]`` of ``n`` elements has ``(n + 1) // 2``). Axes
+listed in ``drop`` are integer indices: their slice must have length 1 and the axis
+is removed, so ``x[i]`` is ``strided_slice(begin=i, end=i + 1, drop=(0,))``.
+
+``take`` follows ``jnp.take``: the result is ``a.shape[:axis] + indices.shape +
+a.shape[axis + 1:]``. Out-of-range indices are handled by ``mode``:
+
+- ``"fill"`` (jnp.take's default): negative indices count from the end; others
+  out of range give NaN (floats), the smallest value (signed ints), the largest
+  (unsigned) or True (bool);
+- ``"clip"``: indices are clamped to ``[0, n - 1]``;
+- ``"wrap"``: indices are taken modulo ``n``;
+- ``"index"`` (``x[indices]``): negative indices count from the end, then indices
+  are clamped to ``[0, n - 1]``, as XLA's gather does for jax indexing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from relaxjax import arith, dtypes
+from relaxjax.errors import InconclusiveShapeError, ShapeError
+from relaxjax.ir import Check, StructInfo, TensorInfo
+from relaxjax.ops.base import (
+    InferContext,
+    Op,
+    info_text,
+    normalize_axis,
+    num_elements,
+    register,
+    tensor_args,
+    value_type,
+)
+from relaxjax.ops.reduction import normalize_axes
+
+Dim = arith.Dim
+
+TAKE_MODES = ("fill", "clip", "wrap", "index")
+
+
+def _as_input(value: object) -> np.ndarray:
+    return np.asarray(value, dtype=dtypes.to_numpy(dtypes.result_type(value_type(value))))
+
+
+# --------------------------------------------------------------------------- take
+
+
+@dataclass(frozen=True, slots=True)
+class TakeAttrs:
+    """Attributes of ``take``: the gathered axis and the out-of-range ``mode``."""
+
+    axis: int = 0
+    mode: str = "fill"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.axis, bool) or not isinstance(self.axis, int):
+            raise TypeError(f"TakeAttrs.axis must be an int, got {self.axis!r}")
+        if self.mode not in TAKE_MODES:
+            raise ValueError(f"take: mode must be one of {TAKE_MODES}, got {self.mode!r}")
+
+
+def fill_value(dtype: str) -> object:
+    """What ``take(mode="fill")`` gives for an out-of-range index."""
+    if dtypes.is_floating(dtype):
+        return np.nan
+    if dtypes.is_bool(dtype):
+        return True
+    info = np.iinfo(dtypes.to_numpy(dtype))
+    return info.max if dtypes.is_unsigned(dtype) else info.min
+
+
+@register
+class Take(Op):
+    """``jnp.take`` along one axis: ``out[..., i, ...] = a[..., indices[i], ...]``."""
+
+    name = "take"
+    Attrs = TakeAttrs
+    pattern = "injective"
+    num_inputs = 2
+
+    def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
+        a, indices = tensor_args(self.name, args, 2)
+        if dtypes.is_floating(indices.dtype):
+            raise TypeError(f"take: indices must have an integer type, got {indices.dtype}")
+        if a.ndim is None or indices.ndim is None:
+            return TensorInfo(dtype=a.dtype)
+        axis = normalize_axis(self.name, attrs.axis, a.ndim)
+        out_ndim = a.ndim - 1 + indices.ndim
+        if a.shape is None or indices.shape is None:
+            return TensorInfo(dtype=a.dtype, ndim=out_ndim)
+        size = a.shape[axis]
+        count = num_elements(indices.shape)
+        message = (
+            f"{self.name}: cannot take {info_text(indices)} indices from axis {axis} of "
+            f"{info_text(a)}: the axis is empty"
+        )
+        ctx.require(Check("le", (arith.min_(count, 1), size), message))
+        return TensorInfo(a.shape[:axis] + indices.shape + a.shape[axis + 1 :], a.dtype)
+
+    def reference(self, *arrays: object, attrs=None) -> np.ndarray:
+        attrs = TakeAttrs() if attrs is None else attrs
+        a = _as_input(arrays[0])
+        indices = np.asarray(arrays[1]).astype(np.int64)
+        axis = normalize_axis(self.name, attrs.axis, a.ndim)
+        size = a.shape[axis]
+        if indices.size == 0 or size == 0:
+            shape = a.shape[:axis] + indices.shape + a.shape[axis + 1 :]
+            return np.zeros(shape, a.dtype)
+        if attrs.mode == "clip":
+            return np.take(a, np.clip(indices, 0, size - 1), axis=axis)
+        if attrs.mode == "wrap":
+            return np.take(a, indices % size, axis=axis)
+        wrapped = np.where(indices < 0, indices + size, indices)
+        if attrs.mode == "index":
+            return np.take(a, np.clip(wrapped, 0, size - 1), axis=axis)
+        valid = (wrapped >= 0) & (wrapped < size)
+        gathered = np.take(a, np.where(valid, wrapped, 0), axis=axis)
+        mask = valid.reshape((1,) * axis + indices.shape + (1,) * (a.ndim - axis - 1))
+        fill = np.asarray(fill_value(dtypes.canonical(a.dtype))).astype(a.dtype)
+        return np.where(mask, gathered, fill)
+
+
+# --------------------------------------------------------------------------- strided_slice
+
+
+def _is_dim(value: object) -> bool:
+    return isinstance(value, arith.Expr) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
+
+
+def step_sign(step: Dim) -> int:
+    """+1 or -1; ``ValueError`` for a zero step, ``InconclusiveShapeError`` when the sign
+    of a symbolic step is not provable."""
+    if isinstance(step, int):
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        return 1 if step > 0 else -1
+    if arith.compare(step, ">=", 1) is True:
+        return 1
+    if arith.compare(step, "<=", -1) is True:
+        return -1
+    raise InconclusiveShapeError(f"the sign of the slice step {step} cannot be proven")
+
+
+@dataclass(frozen=True, slots=True)
+class StridedSliceAttrs:
+    """Attributes of ``strided_slice``: per sliced axis its ``begin``/``end`` (a dim or
+    None for the default) and nonzero ``step``; ``drop`` lists axes (among ``axes``)
+    whose length-1 slice is removed (integer indexing)."""
+
+    axes: tuple[int, ...]
+    begin: tuple[Dim | None, ...]
+    end: tuple[Dim | None, ...]
+    step: tuple[Dim, ...]
+    drop: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        fields = (self.axes, self.begin, self.end, self.step, self.drop)
+        if not all(isinstance(f, tuple) for f in fields):
+            raise TypeError("StridedSliceAttrs fields must be tuples")
+        if not len(self.axes) == len(self.begin) == len(self.end) == len(self.step):
+            raise ValueError(
+                "StridedSliceAttrs: axes, begin, end and step must have the same length, got "
+                f"{len(self.axes)}, {len(self.begin)}, {len(self.end)}, {len(self.step)}"
+            )
+        for axis in self.axes + self.drop:
+            if isinstance(axis, bool) or not isinstance(axis, int):
+                raise TypeError(f"StridedSliceAttrs axes must be ints, got {axis!r}")
+        if len(set(self.axes)) != len(self.axes):
+            raise ValueError(f"strided_slice: duplicate axis in {self.axes}")
+        if not set(self.drop) <= set(self.axes):
+            raise ValueError(f"strided_slice: drop axes {self.drop} must be among {self.axes}")
+        for bound in self.begin + self.end:
+            if bound is not None and not _is_dim(bound):
+                raise TypeError(f"slice bounds must be ints, dims or None, got {bound!r}")
+        for step in self.step:
+            if not _is_dim(step):
+                raise TypeError(f"slice steps must be ints or dims, got {step!r}")
+            step_sign(step)
+
+
+def _wrapped(bound: Dim, size: Dim) -> Dim:
+    """``bound + size`` when ``bound`` is negative, else ``bound`` (exact for symbols of
+    unknown sign: ``min(max(-bound, 0), 1)`` is 1 exactly when the integer is negative)."""
+    sign = arith.compare(bound, ">=", 0)
+    if sign is True:
+        return bound
+    if sign is False:
+        return bound + size
+    return bound + size * arith.min_(arith.max_(-bound, 0), 1)
+
+
+def _clamp(value: Dim, lo: Dim, hi: Dim) -> Dim:
+    return arith.min_(arith.max_(value, lo), hi)
+
+
+def slice_extent(size: Dim, begin: Dim | None, end: Dim | None, step: Dim) -> tuple[Dim, Dim]:
+    """``(start, length)`` of ``range(size)[begin:end:step]``: element ``j`` of the slice
+    is element ``start + j * step`` of the axis."""
+    if step_sign(step) > 0:
+        start = 0 if begin is None else _clamp(_wrapped(begin, size), 0, size)
+        stop = size if end is None else _clamp(_wrapped(end, size), 0, size)
+        return start, arith.max_(arith.floordiv(stop - start + step - 1, step), 0)
+    start = size - 1 if begin is None else _clamp(_wrapped(begin, size), -1, size - 1)
+    stop = -1 if end is None else _clamp(_wrapped(end, size), -1, size - 1)
+    return start, arith.max_(arith.floordiv(start - stop - step - 1, -step), 0)
+
+
+def _concrete(value: Dim | None, what: str) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    raise TypeError(f"strided_slice reference: {what} {value} is symbolic; substitute it first")
+
+
+@register
+class StridedSlice(Op):
+    """Basic slicing ``x[b0:e0:s0, ...]`` (Python semantics), with integer indexing."""
+
+    name = "strided_slice"
+    Attrs = StridedSliceAttrs
+    pattern = "injective"
+    num_inputs = 1
+
+    def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
+        (x,) = tensor_args(self.name, args, 1)
+        if x.ndim is None:
+            return TensorInfo(dtype=x.dtype)
+        axes = normalize_axes(self.name, attrs.axes, x.ndim)
+        drop = set(normalize_axes(self.name, attrs.drop, x.ndim))
+        out_ndim = x.ndim - len(drop)
+        if x.shape is None:
+            return TensorInfo(dtype=x.dtype, ndim=out_ndim)
+        shape = list(x.shape)
+        for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
+            _, shape[axis] = slice_extent(x.shape[axis], begin, end, step)
+            if axis in drop:
+                message = (
+                    f"{self.name}: index {begin} is out of bounds for axis {axis} of "
+                    f"{info_text(x)} (size {x.shape[axis]})"
+                )
+                ctx.require(Check("eq", (shape[axis], 1), message))
+        return TensorInfo(tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype)
+
+    def reference(self, *arrays: object, attrs=None) -> np.ndarray:
+        x = _as_input(arrays[0])
+        index: list[slice] = [slice(None)] * x.ndim
+        axes = normalize_axes(self.name, attrs.axes, x.ndim)
+        for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
+            index[axis] = slice(
+                _concrete(begin, "begin"), _concrete(end, "end"), _concrete(step, "step")
+            )
+        result = x[tuple(index)]
+        drop = normalize_axes(self.name, attrs.drop, x.ndim)
+        for axis in drop:
+            if result.shape[axis] != 1:
+                raise ShapeError(f"{self.name}: index out of bounds for axis {axis}")
+        return np.squeeze(result, axis=drop).copy()
+
+
+__all__ = [
+    "TAKE_MODES",
+    "StridedSliceAttrs",
+    "TakeAttrs",
+    "fill_value",
+    "slice_extent",
+    "step_sign",
+]

@@ -1,0 +1,70 @@
+"""Pipelines: a named list of passes run in order, each a pure ``module -> module``.
+
+``default_pipeline(target)`` is what ``relax.jit`` runs before building an
+executable::
+
+    eliminate_dead_code   drop unused bindings before lowering them
+    legalize              every op call -> call_tir of a shape-generic kernel
+    dedup_kernels         identical kernels stored once
+    eliminate_dead_code   drop kernels nothing calls any more
+
+``Pipeline(passes, verify=True)`` runs the well-formedness checker after every pass
+(tests do), naming the pass whose output is malformed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from relaxjax.errors import VerifyError
+from relaxjax.ir import IRModule, verify
+from relaxjax.passes.dce import eliminate_dead_code
+from relaxjax.passes.dedup import dedup_kernels
+from relaxjax.passes.legalize import legalize
+
+__all__ = ["Pass", "Pipeline", "TARGETS", "default_pipeline"]
+
+Pass = Callable[[IRModule], IRModule]
+
+#: The targets a pipeline can be built for.
+TARGETS = ("llvm", "cuda")
+
+
+def _pass_name(pass_: Pass) -> str:
+    return getattr(pass_, "__name__", type(pass_).__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Passes run in order; with ``verify``, ``ir.verify`` runs after each one."""
+
+    passes: tuple[Pass, ...]
+    verify: bool = False
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if self.verify:
+            _verify(mod, "the input")
+        for pass_ in self.passes:
+            mod = pass_(mod)
+            if self.verify:
+                _verify(mod, f"pass {_pass_name(pass_)}")
+        return mod
+
+    def __str__(self) -> str:
+        return "Pipeline(" + ", ".join(_pass_name(p) for p in self.passes) + ")"
+
+
+def _verify(mod: IRModule, after: str) -> None:
+    try:
+        verify(mod)
+    except VerifyError as err:
+        raise VerifyError(f"{after} produced a malformed module: {err.message}") from err
+
+
+def default_pipeline(target: str = "llvm", verify: bool = False) -> Pipeline:
+    """The graph passes ``relax.jit`` runs for ``target`` ("llvm" or "cuda")."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
+    passes = (eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code)
+    return Pipeline(passes, verify)

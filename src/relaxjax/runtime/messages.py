@@ -1,0 +1,123 @@
+"""Error messages for bad arguments and failed run-time shape checks.
+
+Only called once something is wrong, so they may be slow; they say what was
+expected and what was given, naming the argument and the axis, e.g.::
+
+    argument 'y' axis 0: expected n = 3 (bound by argument 'x' axis 0), got 5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from relaxjax import arith
+from relaxjax.arith import Dim, Sym
+from relaxjax.errors import ShapeError
+from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo, format_dims
+from relaxjax.runtime.env import BindingSite
+
+__all__ = [
+    "dim_mismatch",
+    "expected_text",
+    "failed_check",
+    "rank_mismatch",
+    "shape_text",
+    "symbol_out_of_range",
+    "type_name",
+]
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """A concrete shape as numpy prints it: ``(2, 3)``, ``(5,)``, ``()``."""
+    return format_dims(tuple(shape))
+
+
+def type_name(value: object) -> str:
+    """What a value is, for "got ..." in messages."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{type(value).__name__} of shape {shape_text(shape)} and dtype {dtype}"
+    return type(value).__name__
+
+
+def expected_text(info: StructInfo) -> str:
+    """What an argument of ``info`` must be: ``an array of shape (n, 4) and dtype float32``."""
+    if isinstance(info, PrimInfo):
+        return f"a scalar of dtype {info.dtype}"
+    if isinstance(info, TensorInfo):
+        if info.shape is not None:
+            return f"an array of shape {format_dims(info.shape)} and dtype {info.dtype}"
+        if info.ndim is not None:
+            return f"an array of rank {info.ndim} and dtype {info.dtype}"
+        return f"an array of dtype {info.dtype}"
+    return repr(info)
+
+
+def rank_mismatch(what: str, info: TensorInfo, shape: Sequence[int]) -> ShapeError:
+    """``what: expected rank 2 (shape (n, 4)), got rank 3 (shape (2, 3, 4))``."""
+    expected = f"rank {info.ndim}"
+    if info.shape is not None:
+        expected += f" (shape {format_dims(info.shape)})"
+    return ShapeError(
+        f"{what}: expected {expected}, got rank {len(shape)} (shape {shape_text(shape)})"
+    )
+
+
+def _symbol_origin(symbol: str, env: Mapping[str, int], sites: Mapping[str, BindingSite]) -> str:
+    site = sites.get(symbol)
+    where = f" bound by {site.where}" if site is not None else ""
+    return f"{symbol} = {env[symbol]}{where}"
+
+
+def dim_mismatch(
+    what: str,
+    axis: int,
+    expected: Dim,
+    got: int,
+    env: Mapping[str, int],
+    sites: Mapping[str, BindingSite],
+) -> ShapeError:
+    """The message for an axis whose size breaks the declared (symbolic) dim.
+
+    - static: ``argument 'x' axis 1: expected 4, got 5``
+    - a symbol: ``... expected n = 3 (bound by argument 'x' axis 0), got 5``
+    - an expression: ``... expected n * 2 = 6 (n = 3 bound by argument 'x' axis 0), got 5``
+    """
+    if isinstance(expected, int):
+        return ShapeError(f"{what} axis {axis}: expected {expected}, got {got}")
+    value = arith.evaluate(expected, env)
+    if isinstance(expected, Sym):
+        site = sites.get(expected.name)
+        origin = f" (bound by {site.where})" if site is not None else ""
+        return ShapeError(f"{what} axis {axis}: expected {expected} = {value}{origin}, got {got}")
+    symbols = sorted(s.name for s in arith.free_symbols(expected))
+    origins = ", ".join(_symbol_origin(s, env, sites) for s in symbols)
+    return ShapeError(f"{what} axis {axis}: expected {expected} = {value} ({origins}), got {got}")
+
+
+def symbol_out_of_range(symbol: Sym, value: int, where: str) -> ShapeError:
+    """A symbol's value outside its declared bounds."""
+    upper = "" if symbol.upper is None else f" <= {symbol.upper}"
+    return ShapeError(
+        f"{where}: {symbol.name} = {value} is outside its declared range "
+        f"{symbol.lower} <= {symbol.name}{upper}"
+    )
+
+
+def failed_check(check: Check, env: Mapping[str, int], sites: Mapping[str, BindingSite]) -> str:
+    """A run-time check that does not hold, with the values that break it::
+
+    add: cannot broadcast shapes (n,), (m,): requires broadcast(n, m), got n = 3, m = 5
+    (n bound by argument 'x' axis 0; m bound by argument 'y' axis 0)
+    """
+    head = check.message or "run-time shape check failed"
+    values = [
+        f"{arg} = {arith.evaluate(arg, env)}" for arg in check.args if not isinstance(arg, int)
+    ]
+    text = f"{head}: requires {check.relation()}, got {', '.join(values)}"
+    symbols = sorted({s.name for a in check.args for s in arith.free_symbols(a)})
+    origins = [f"{s} bound by {sites[s].where}" for s in symbols if s in sites]
+    if origins:
+        text += f" ({'; '.join(origins)})"
+    return text

@@ -1,0 +1,52 @@
+"""How the generated code refers to the program's tensors.
+
+At build time each graph value becomes a :class:`Value`: where its data is (a local
+holding a numpy array, or an address inside the memory arena), and Python source
+for each of its dims. Aliases (``y = x``, ``match_cast``, tuple items) share the
+storage of the value they name, with possibly more precise dims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from relaxjax.ir import TensorInfo
+
+__all__ = ["Storage", "Value"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Storage:
+    """One buffer of the program: an argument, a constant or a kernel's output.
+
+    ``kind`` is ``"param"``, ``"constant"``, ``"output"`` (returned to the caller: its
+    own numpy array) or ``"temp"`` (a slice of the arena). Compared by identity.
+    """
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A tensor as the generated code sees it.
+
+    ``ref`` is source for the data: a numpy array when ``by_object`` (the launcher
+    reads its data pointer natively), else an int address. ``shape`` holds source
+    for each dim; ``info`` is the static struct info (dims may be coarser).
+    """
+
+    info: TensorInfo
+    shape: tuple[str, ...]
+    ref: str
+    by_object: bool
+    storage: Storage
+
+    @property
+    def shape_code(self) -> str:
+        """Source of the shape tuple."""
+        return "(" + "".join(f"{d}, " for d in self.shape) + ")"
+
+    def with_shape(self, info: TensorInfo, shape: tuple[str, ...]) -> Value:
+        """The same storage seen with other dims (an alias, e.g. after ``match_cast``)."""
+        return replace(self, info=info, shape=shape)

@@ -1,0 +1,598 @@
+"""The compute builder: define a kernel from index expressions (after TVM's TE).
+
+>>> from relaxjax import arith
+>>> n, m, K = arith.syms("n m K")
+>>> A = placeholder((n, K), "float32", "A")
+>>> B = placeholder((K, m), "float32", "B")
+>>> k = reduce_axis(K, "k")
+>>> C = compute((n, m), lambda i, j: sum(A[i, k] * B[k, j], axis=k), name="C")
+>>> f = create_prim_func([A, B, C], name="matmul")
+>>> [p.name for p in f.params], f.num_outputs
+(['A', 'B', 'C'], 1)
+
+Each :func:`compute` is one *stage*; :func:`create_prim_func` gives every stage one
+block (in its own loop nest) under a root block, which allocates the stages that are
+not parameters. Reductions (:data:`sum`, :data:`max`, :data:`min`, :data:`prod`,
+:data:`argmax`, :data:`argmin`, or any :class:`CommReducer`) must be the whole body
+of a stage; a reduction over several values (``argmax``) yields several tensors.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import inspect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from relaxjax import arith, dtypes
+from relaxjax.arith import Dim
+from relaxjax.tir.analysis import block_access_regions
+from relaxjax.tir.buffer import Buffer, as_dim, as_dims, check_name
+from relaxjax.tir.expr import (
+    BufferLoad,
+    IndexExpr,
+    PrimExpr,
+    Var,
+    as_expr,
+    binop,
+    const,
+    max_value,
+    min_value,
+)
+from relaxjax.tir.function import PrimFunc
+from relaxjax.tir.functor import ExprVisitor, Substituter
+from relaxjax.tir.math import isnan, select
+from relaxjax.tir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    IfThenElse,
+    IterVar,
+    LetStmt,
+    Stmt,
+    seq,
+)
+
+_uid = itertools.count()
+_tracking: contextvars.ContextVar[list | None] = contextvars.ContextVar("tir_compute", default=None)
+
+
+def _fresh_sym(name: str) -> arith.Sym:
+    # Internal names never collide with user symbols; create_prim_func renames them.
+    return arith.Sym(f"{name}__{next(_uid)}")
+
+
+class Tensor:
+    """A tensor of the builder: a placeholder (kernel input) or a stage's output.
+
+    ``T[i, j]`` reads an element (a :class:`BufferLoad` of ``T.buffer``).
+    """
+
+    __slots__ = ("buffer", "op", "value_index")
+
+    def __init__(self, buffer: Buffer, op: PlaceholderOp | ComputeOp, value_index: int = 0):
+        self.buffer = buffer
+        self.op = op
+        self.value_index = value_index
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.buffer.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.buffer.ndim
+
+    def __getitem__(self, indices: object) -> BufferLoad:
+        tracked = _tracking.get()
+        if tracked is not None:
+            tracked.append(self)
+        items = indices if isinstance(indices, tuple) else (indices,)
+        return BufferLoad(self.buffer, items)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}, {self.shape}, {self.dtype!r})"
+
+
+@dataclass(eq=False)
+class PlaceholderOp:
+    """The op of a placeholder tensor: an input of the kernel."""
+
+    order: int
+
+
+@dataclass(eq=False)
+class ComputeOp:
+    """A stage: ``outputs[j][axes] = bodies[j]`` or a reduction over ``reduce``."""
+
+    name: str
+    axes: tuple[arith.Sym, ...]
+    axis_names: tuple[str, ...]
+    shape: tuple[Dim, ...]
+    bodies: tuple[PrimExpr, ...]
+    reduce: Reduce | None
+    inputs: tuple[Tensor, ...]
+    order: int
+    outputs: tuple[Tensor, ...] = ()
+
+
+def placeholder(shape: Sequence[object], dtype: str = "float32", name: str = "A") -> Tensor:
+    """An input tensor of ``shape`` (ints, syms, dim expressions or strings)."""
+    buffer = Buffer(check_name(name, "placeholder"), as_dims(shape, f"placeholder {name}"), dtype)
+    return Tensor(buffer, PlaceholderOp(next(_uid)))
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceAxis:
+    """A reduction iterator over ``[0, extent)`` (use it like an index)."""
+
+    var: arith.Sym
+    extent: Dim
+    name: str
+
+    @property
+    def index_dim(self) -> Dim:
+        return self.var
+
+    def _expr(self) -> IndexExpr:
+        return IndexExpr(self.var)
+
+    def __add__(self, other):
+        return self._expr() + other
+
+    def __radd__(self, other):
+        return other + self._expr()
+
+    def __sub__(self, other):
+        return self._expr() - other
+
+    def __rsub__(self, other):
+        return other - self._expr()
+
+    def __mul__(self, other):
+        return self._expr() * other
+
+    def __rmul__(self, other):
+        return other * self._expr()
+
+    def __floordiv__(self, other):
+        return self._expr() // other
+
+    def __mod__(self, other):
+        return self._expr() % other
+
+    def __lt__(self, other):
+        return self._expr() < other
+
+    def __le__(self, other):
+        return self._expr() <= other
+
+    def __gt__(self, other):
+        return self._expr() > other
+
+    def __ge__(self, other):
+        return self._expr() >= other
+
+
+def reduce_axis(extent: object, name: str = "k") -> ReduceAxis:
+    """A reduction axis over ``[0, extent)`` for :data:`sum` and friends."""
+    check_name(name, "reduce axis")
+    return ReduceAxis(_fresh_sym(name), as_dim(extent, f"extent of reduce axis {name}"), name)
+
+
+Combine = Callable[[tuple[PrimExpr, ...], tuple[PrimExpr, ...]], tuple[PrimExpr, ...]]
+Identity = Callable[[tuple[str, ...]], tuple[PrimExpr, ...]]
+
+
+@dataclass(frozen=True, eq=False)
+class CommReducer:
+    """A commutative reduction over tuples of values.
+
+    ``combine(acc, new)`` returns the combined tuple; ``identity(dtypes)`` the initial
+    tuple. Call it on the value(s) and the axes: ``sum(A[i, k], axis=k)`` gives one
+    reduction, ``argmax((A[i, k], k), axis=k)`` a tuple (one per value).
+    """
+
+    name: str
+    combine: Combine
+    identity: Identity
+
+    def __call__(self, values: object, axis: object, where: object = None):
+        single = not isinstance(values, (tuple, list))
+        sources = tuple(as_expr(v) for v in ((values,) if single else values))
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        for ax in axes:
+            if not isinstance(ax, ReduceAxis):
+                raise TypeError(f"{self.name}: axis must be reduce_axis(...) values, got {ax!r}")
+        condition = None if where is None else as_expr(where)
+        if condition is not None and condition.dtype != "bool":
+            raise TypeError(f"{self.name}: where must be a bool expression, got {condition!r}")
+        reductions = tuple(
+            Reduce(self, sources, axes, condition, j) for j in range(len(sources))
+        )
+        return reductions[0] if single else reductions
+
+
+def _not_an_expression(self, *args):
+    raise TypeError(
+        "a reduction must be the whole body of a compute stage; compute it in its own "
+        "stage and use that tensor"
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce:
+    """The reduction ``reducer`` of ``sources`` over ``axes`` (value ``value_index``)."""
+
+    reducer: CommReducer
+    sources: tuple[PrimExpr, ...]
+    axes: tuple[ReduceAxis, ...]
+    where: PrimExpr | None
+    value_index: int
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _not_an_expression
+    __truediv__ = __rtruediv__ = __neg__ = _not_an_expression
+
+    def same_reduction(self, other: Reduce) -> bool:
+        return (
+            self.reducer is other.reducer
+            and self.sources == other.sources
+            and self.axes == other.axes
+            and self.where == other.where
+        )
+
+
+def _sum_combine(acc, new):
+    return (acc[0] + new[0],)
+
+
+def _prod_combine(acc, new):
+    return (acc[0] * new[0],)
+
+
+def _max_combine(acc, new):
+    return (binop("max", acc[0], new[0]),)
+
+
+def _min_combine(acc, new):
+    return (binop("min", acc[0], new[0]),)
+
+
+def _zero(types):
+    return (const(0, types[0]),)
+
+
+def _one(types):
+    return (const(1, types[0]),)
+
+
+def _lowest(types):
+    return (min_value(types[0]),)
+
+
+def _highest(types):
+    return (max_value(types[0]),)
+
+
+def _arg_combine(better: str) -> Combine:
+    """(value, index) pairs: keep the better value; NaN wins (as numpy); ties keep the
+    smaller index, so the result does not depend on the order of combination."""
+
+    def combine(acc, new):
+        (v0, i0), (v1, i1) = acc, new
+        strictly = binop(better, v1, v0)
+        tie = binop("==", v1, v0)
+        if dtypes.is_floating(v0.dtype):
+            nan0, nan1 = isnan(v0), isnan(v1)
+            strictly = (nan1 & ~nan0) | strictly
+            tie = tie | (nan0 & nan1)
+        take = strictly | (tie & binop("<", i1, i0))
+        return (select(take, v1, v0), select(take, i1, i0))
+
+    return combine
+
+
+def _arg_identity(lowest: bool) -> Identity:
+    def identity(types):
+        value = min_value(types[0]) if lowest else max_value(types[0])
+        return (value, max_value(types[1]))
+
+    return identity
+
+
+sum = CommReducer("sum", _sum_combine, _zero)
+prod = CommReducer("prod", _prod_combine, _one)
+max = CommReducer("max", _max_combine, _lowest)
+min = CommReducer("min", _min_combine, _highest)
+argmax = CommReducer("argmax", _arg_combine(">"), _arg_identity(lowest=True))
+argmin = CommReducer("argmin", _arg_combine("<"), _arg_identity(lowest=False))
+
+
+def comm_reducer(combine: Combine, identity: Identity, name: str = "reduce") -> CommReducer:
+    """A reducer from ``combine(acc_tuple, new_tuple) -> tuple`` and
+    ``identity(dtypes) -> tuple`` (TVM's ``te.comm_reducer`` over tuples)."""
+    return CommReducer(name, combine, identity)
+
+
+class _LoadFinder(ExprVisitor):
+    def __init__(self):
+        self.buffers: list[Buffer] = []
+
+    def visit_BufferLoad(self, expr: BufferLoad) -> None:
+        self.buffers.append(expr.buffer)
+        super().visit_BufferLoad(expr)
+
+
+def _axis_names(fcompute: Callable, ndim: int) -> tuple[str, ...]:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) == ndim and len(params) == ndim:
+        return tuple(positional)
+    return tuple(f"i{axis}" for axis in range(ndim))
+
+
+def compute(
+    shape: Sequence[object], fcompute: Callable[..., object], name: str = "compute"
+) -> Tensor | tuple[Tensor, ...]:
+    """A stage of ``shape`` whose element at ``(i, j, ...)`` is ``fcompute(i, j, ...)``.
+
+    ``fcompute`` gets one int64 index value per axis and returns a PrimExpr, a tuple of
+    PrimExprs (several outputs), or a reduction (a tuple of tensors for ``argmax``-like
+    reducers). Output names are ``name`` or ``name_0, name_1, ...``.
+    """
+    check_name(name, "compute")
+    dims = as_dims(shape, f"shape of {name}")
+    names = _axis_names(fcompute, len(dims))
+    axes = tuple(_fresh_sym(axis) for axis in names)
+    tracked: list[Tensor] = []
+    token = _tracking.set(tracked)
+    try:
+        result = fcompute(*(IndexExpr(axis) for axis in axes))
+    finally:
+        _tracking.reset(token)
+    reduce, bodies = _stage_bodies(name, result)
+    inputs = _stage_inputs(name, bodies, reduce, tracked)
+    op = ComputeOp(name, axes, names, dims, bodies, reduce, inputs, next(_uid))
+    out_names = [name] if len(bodies) == 1 else [f"{name}_{j}" for j in range(len(bodies))]
+    outputs = tuple(
+        Tensor(Buffer(out, dims, body.dtype), op, j)
+        for j, (out, body) in enumerate(zip(out_names, bodies))
+    )
+    op.outputs = outputs
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _stage_bodies(name: str, result: object) -> tuple[Reduce | None, tuple[PrimExpr, ...]]:
+    items = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if not items:
+        raise ValueError(f"compute {name}: fcompute returned no value")
+    reductions = [item for item in items if isinstance(item, Reduce)]
+    if not reductions:
+        return None, tuple(as_expr(item) for item in items)
+    first = reductions[0]
+    if len(reductions) != len(items) or not builtins.all(first.same_reduction(r) for r in items):
+        raise ValueError(f"compute {name}: a reduction must be the whole body of its stage")
+    if [r.value_index for r in items] != list(range(len(first.sources))):
+        raise ValueError(
+            f"compute {name}: return every value of the {first.reducer.name} reduction, in order"
+        )
+    return first, first.sources
+
+
+def _stage_inputs(name, bodies, reduce, tracked) -> tuple[Tensor, ...]:
+    finder = _LoadFinder()
+    for body in bodies:
+        finder.visit_expr(body)
+    if reduce is not None and reduce.where is not None:
+        finder.visit_expr(reduce.where)
+    by_id = {id(t.buffer): t for t in tracked}
+    inputs: dict[int, Tensor] = {}
+    for buffer in finder.buffers:
+        tensor = by_id.get(id(buffer))
+        if tensor is None:
+            raise ValueError(
+                f"compute {name}: reads buffer {buffer.name}, which is not a tensor of the "
+                "compute builder (index tensors inside fcompute)"
+            )
+        inputs.setdefault(id(buffer), tensor)
+    return tuple(inputs.values())
+
+
+# --- create_prim_func -----------------------------------------------------------------
+
+
+def create_prim_func(
+    tensors: Sequence[Tensor],
+    name: str = "main",
+    scalar_params: Sequence[arith.Sym] | None = None,
+) -> PrimFunc:
+    """A kernel computing ``tensors``: placeholders (inputs) first, then computed outputs.
+
+    Stages reached from the outputs that are not in ``tensors`` become intermediate
+    buffers allocated by the root block. Symbols that are not a whole dimension of a
+    parameter become scalar params (after those given in ``scalar_params``).
+    """
+    args = list(tensors)
+    for t in args:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"create_prim_func: expected Tensors, got {t!r}")
+    num_inputs = _count_inputs(args)
+    stages = _collect_stages(args[num_inputs:], args[:num_inputs])
+    namer = _Namer(args, stages)
+    params = tuple(namer.buffer(t.buffer) for t in args)
+    arg_ids = {id(t) for t in args}
+    intermediates = tuple(
+        namer.buffer(out.buffer) for op in stages for out in op.outputs if id(out) not in arg_ids
+    )
+    body = seq(*(_stage_stmt(op, namer) for op in stages))
+    root = Block("root", (), (), (), None, body, intermediates)
+    realize = BlockRealize((), True, root)
+    scalars = _scalar_params(params, intermediates, realize, scalar_params)
+    return PrimFunc(name, params, realize, len(args) - num_inputs, scalars)
+
+
+def _count_inputs(args: list[Tensor]) -> int:
+    kinds = [isinstance(t.op, PlaceholderOp) for t in args]
+    num_inputs = kinds.index(False) if False in kinds else len(kinds)
+    if any(kinds[num_inputs:]):
+        late = next(t.name for t in args[num_inputs:] if isinstance(t.op, PlaceholderOp))
+        raise ValueError(
+            f"create_prim_func: placeholders come first, then computed outputs; "
+            f"placeholder {late} follows a computed tensor"
+        )
+    ids = [id(t) for t in args]
+    if len(set(ids)) != len(ids):
+        raise ValueError("create_prim_func: a tensor is listed twice")
+    return num_inputs
+
+
+def _collect_stages(outputs: list[Tensor], inputs: list[Tensor]) -> list[ComputeOp]:
+    input_ids = {id(t) for t in inputs}
+    seen: dict[int, ComputeOp] = {}
+    stack = list(outputs)
+    while stack:
+        tensor = stack.pop()
+        if isinstance(tensor.op, PlaceholderOp):
+            if id(tensor) not in input_ids:
+                raise ValueError(
+                    f"create_prim_func: placeholder {tensor.name} is read but is not among "
+                    "the tensors given"
+                )
+            continue
+        if id(tensor.op) not in seen:
+            seen[id(tensor.op)] = tensor.op
+            stack.extend(tensor.op.inputs)
+    # Creation order is a topological order: a stage only reads older tensors.
+    return sorted(seen.values(), key=lambda op: op.order)
+
+
+class _Namer:
+    """Final, kernel-unique names for buffers, loop variables and block iterators."""
+
+    def __init__(self, args: list[Tensor], stages: list[ComputeOp]):
+        self.used: set[str] = set()
+        for tensor in args:
+            for symbol in tensor.buffer.symbols():
+                self.used.add(symbol.name)
+        for op in stages:
+            for out in op.outputs:
+                for symbol in out.buffer.symbols():
+                    self.used.add(symbol.name)
+        self.buffers: dict[int, Buffer] = {}
+        for tensor in args:
+            self.buffer(tensor.buffer)
+        for op in stages:
+            for out in op.outputs:
+                self.buffer(out.buffer)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def buffer(self, buffer: Buffer) -> Buffer:
+        renamed = self.buffers.get(id(buffer))
+        if renamed is None:
+            new_name = self.fresh(buffer.name)
+            renamed = buffer if new_name == buffer.name else Buffer(
+                new_name, buffer.shape, buffer.dtype, buffer.strides, buffer.scope
+            )
+            self.buffers[id(buffer)] = renamed
+        return renamed
+
+
+class _Rebind(Substituter):
+    """Substitutes axis symbols and swaps builder buffers for their final versions."""
+
+    def __init__(self, mapping, namer: _Namer):
+        super().__init__(mapping)
+        self.namer = namer
+
+    def visit_buffer(self, buffer: Buffer) -> Buffer:
+        return self.namer.buffer(buffer)
+
+
+def _stage_stmt(op: ComputeOp, namer: _Namer) -> Stmt:
+    spatial = [(ax, nm, ext) for ax, nm, ext in zip(op.axes, op.axis_names, op.shape)]
+    reduce_axes = [] if op.reduce is None else [(a.var, a.name, a.extent) for a in op.reduce.axes]
+    loops, iter_vars, mapping = [], [], {}
+    for (sym, base, extent), kind in itertools.chain(
+        ((s, "spatial") for s in spatial), ((r, "reduce") for r in reduce_axes)
+    ):
+        loop_var = arith.Sym(namer.fresh(base))
+        block_var = arith.Sym(namer.fresh(f"v_{base}"))
+        loops.append((loop_var, extent))
+        iter_vars.append(IterVar(block_var, extent, kind))
+        mapping[sym] = block_var
+    rebind = _Rebind(mapping, namer)
+    outs = [namer.buffer(t.buffer) for t in op.outputs]
+    spatial_vars = tuple(iv.var for iv in iter_vars if iv.kind == "spatial")
+    bodies = [rebind.visit_expr(b) for b in op.bodies]
+    if op.reduce is None:
+        init = None
+        body = seq(*(BufferStore(out, b, spatial_vars) for out, b in zip(outs, bodies)))
+    else:
+        init, body = _reduction(op, outs, bodies, spatial_vars, rebind, namer)
+    block = Block(op.name, tuple(iter_vars), (), (), init, body)
+    reads, writes = block_access_regions(block)
+    block = Block(op.name, tuple(iter_vars), reads, writes, init, body)
+    stmt: Stmt = BlockRealize(tuple(v for v, _ in loops), True, block)
+    for loop_var, extent in reversed(loops):
+        stmt = For(loop_var, 0, extent, "serial", stmt)
+    return stmt
+
+
+def _reduction(op, outs, sources, spatial_vars, rebind, namer) -> tuple[Stmt, Stmt]:
+    reducer = op.reduce.reducer
+    types = tuple(s.dtype for s in sources)
+    identity = reducer.identity(types)
+    init = seq(*(BufferStore(out, value, spatial_vars) for out, value in zip(outs, identity)))
+    accumulators = tuple(BufferLoad(out, spatial_vars) for out in outs)
+    combined = reducer.combine(accumulators, tuple(sources))
+    for out, value in zip(outs, combined):
+        if value.dtype != out.dtype:
+            raise TypeError(
+                f"compute {op.name}: {reducer.name} combines into {value.dtype}, "
+                f"expected {out.dtype}"
+            )
+    if len(outs) == 1:
+        update: Stmt = BufferStore(outs[0], combined[0], spatial_vars)
+    else:
+        # Every new value is computed before any accumulator is overwritten.
+        temps = [Var(namer.fresh(f"{out.name}_new"), out.dtype) for out in outs]
+        update = seq(*(BufferStore(out, t, spatial_vars) for out, t in zip(outs, temps)))
+        for temp, value in reversed(list(zip(temps, combined))):
+            update = LetStmt(temp, value, update)
+    if op.reduce.where is not None:
+        update = IfThenElse(rebind.visit_expr(op.reduce.where), update)
+    return init, update
+
+
+def _scalar_params(params, intermediates, body, given) -> tuple[arith.Sym, ...]:
+    from relaxjax.tir.analysis import free_symbols
+
+    bare = {d.name for p in params for d in p.shape if isinstance(d, arith.Sym)}
+    scalars: dict[str, arith.Sym] = {s.name: s for s in (given or ())}
+    used = [s for b in params + intermediates for s in sorted(b.symbols(), key=lambda s: s.name)]
+    used += sorted(free_symbols(body), key=lambda s: s.name)
+    for symbol in used:
+        if symbol.name not in bare:
+            scalars.setdefault(symbol.name, symbol)
+    return tuple(scalars.values())

@@ -1,0 +1,62 @@
+"""The trace in progress: the builder recording bindings and the symbols in scope.
+
+Tracing is dynamically scoped, like jax's interpreters: :func:`tracing` pushes a
+:class:`TraceState` for the duration of one function's trace, and the op
+wrappers find it with :func:`current`. Nested traces (a jitted function called
+inside another) are inlined into the outer one, so at most one state is active.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from relaxjax import arith
+from relaxjax.ir import BlockBuilder
+
+__all__ = ["TraceState", "current", "tracing"]
+
+
+class TraceState:
+    """One function being traced.
+
+    ``builder`` records the bindings; ``symbols`` maps every symbol name defined
+    so far (by the parameters and by match_casts) to its symbol, so that a name
+    means one symbol throughout the function; ``func_name`` names errors.
+    """
+
+    __slots__ = ("builder", "symbols", "func_name", "active", "_fresh")
+
+    def __init__(self, builder: BlockBuilder, func_name: str) -> None:
+        self.builder = builder
+        self.func_name = func_name
+        self.symbols: dict[str, arith.Sym] = {}
+        self.active = True
+        self._fresh = 0
+
+    def fresh_symbol_name(self, hint: str) -> str:
+        """A symbol name not used yet in this function, derived from ``hint``."""
+        while True:
+            name = f"{hint}{self._fresh}"
+            self._fresh += 1
+            if name not in self.symbols:
+                return name
+
+
+_STACK: list[TraceState] = []
+
+
+def current() -> TraceState | None:
+    """The trace in progress, or None outside any trace (eager evaluation)."""
+    return _STACK[-1] if _STACK else None
+
+
+@contextmanager
+def tracing(state: TraceState) -> Iterator[TraceState]:
+    """Make ``state`` the trace in progress for the duration of the block."""
+    _STACK.append(state)
+    try:
+        yield state
+    finally:
+        _STACK.pop()
+        state.active = False

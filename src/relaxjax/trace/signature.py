@@ -1,0 +1,184 @@
+"""From a Python call (or a list of specs) to the parameter specs a trace is made for.
+
+A :class:`Signature` wraps ``inspect.signature(fn)`` and the spec annotations of
+``fn``. :meth:`Signature.plan_call` turns call arguments into a :class:`CallPlan`
+(the specs, the flat array arguments, the static arguments);
+:meth:`Signature.plan_specs` does the same for ``eval_shape``/``lower``, whose
+arguments are specs. Two calls with equal ``CallPlan.key`` share a trace and an
+executable: annotated parameters never add to the key (one executable for every
+value of their symbols), unannotated ones add their shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from relaxjax.ir import StructInfo
+from relaxjax.trace import pytree
+from relaxjax.trace.spec import (
+    SPEC_TYPES,
+    ParamSpec,
+    annotation_spec,
+    spec_of_argument,
+    spec_of_value,
+)
+
+__all__ = ["Signature", "CallPlan"]
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """How one call maps onto a trace.
+
+    ``params``: the traced parameters (specs per leaf, in signature order);
+    ``statics``: the static arguments by name (baked into the trace);
+    ``flat_args``: the leaves of the traced arguments, in parameter order (call
+    plans only); ``key``: equal keys share a trace.
+    """
+
+    params: tuple[ParamSpec, ...]
+    statics: tuple[tuple[str, Hashable], ...]
+    flat_args: tuple[object, ...]
+    key: Hashable
+
+
+class Signature:
+    """The parameters of a function to trace, with their declared specs."""
+
+    def __init__(self, fn: Callable, name: str, static_argnames: Sequence[str] = ()) -> None:
+        self.name = name
+        self.signature = inspect.signature(fn)
+        self.static_argnames = frozenset(static_argnames)
+        unknown = sorted(self.static_argnames - set(self.signature.parameters))
+        if unknown:
+            raise TypeError(f"{name}() has no parameter {unknown[0]!r} (in static_argnames)")
+        self._fn = fn
+        self._annotations: dict[str, tuple[list[StructInfo], pytree.TreeDef] | None] | None = None
+
+    # -- annotations ----------------------------------------------------------------------
+
+    @property
+    def annotations(self) -> dict[str, tuple[list[StructInfo], pytree.TreeDef] | None]:
+        """Each parameter's declared spec (leaves and structure), or None; read on first use."""
+        if self._annotations is None:
+            self._annotations = {
+                name: self._annotation_of(param)
+                for name, param in self.signature.parameters.items()
+            }
+        return self._annotations
+
+    def _annotation_of(self, param: inspect.Parameter):
+        if param.name in self.static_argnames or param.kind in _VARIADIC:
+            return None
+        annotation = param.annotation
+        if annotation is inspect.Parameter.empty:
+            return None
+        if isinstance(annotation, str):
+            annotation = self._evaluate(param.name, annotation)
+        return annotation_spec(annotation, param.name)
+
+    def _evaluate(self, param: str, text: str) -> object:
+        scope = dict(getattr(self._fn, "__globals__", {}))
+        closure = inspect.getclosurevars(self._fn) if inspect.isfunction(self._fn) else None
+        if closure is not None:
+            scope.update(closure.nonlocals)
+        try:
+            return eval(text, scope)  # noqa: S307 - annotations are the user's own code
+        except Exception as err:  # noqa: BLE001 - any failure means an unusable annotation
+            raise TypeError(
+                f"{self.name}(): cannot evaluate the annotation {text!r} of parameter "
+                f"{param!r}: {type(err).__name__}: {err}"
+            ) from None
+
+    def is_annotated(self) -> bool:
+        """True when every parameter without a default has a spec (``lower()`` needs none)."""
+        return all(
+            self.annotations[name] is not None
+            or param.default is not inspect.Parameter.empty
+            or param.kind in _VARIADIC
+            for name, param in self.signature.parameters.items()
+        )
+
+    # -- binding ---------------------------------------------------------------------------
+
+    def plan_call(self, args: Sequence[object], kwargs: Mapping[str, object]) -> CallPlan:
+        """The plan for calling with concrete arguments (arrays and Python scalars)."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.name}() {err}") from None
+        return self._plan(bound.arguments, call=True)
+
+    def plan_specs(self, specs: Sequence[object], kwspecs: Mapping[str, object]) -> CallPlan:
+        """The plan for ``eval_shape``/``lower``: arguments are specs; annotations fill gaps."""
+        try:
+            bound = self.signature.bind_partial(*specs, **kwspecs)
+        except TypeError as err:
+            raise TypeError(f"{self.name}() {err}") from None
+        arguments = dict(bound.arguments)
+        for name, param in self.signature.parameters.items():
+            if name in arguments or param.kind in _VARIADIC:
+                continue
+            if self.annotations[name] is None and param.default is inspect.Parameter.empty:
+                raise TypeError(
+                    f"{self.name}(): parameter {name!r} has no spec: annotate it "
+                    f'(e.g. {name}: relax.Tensor(("n", 4), "float32")) or pass a spec for it'
+                )
+        return self._plan(arguments, call=False)
+
+    def _plan(self, arguments: Mapping[str, object], call: bool) -> CallPlan:
+        params: list[ParamSpec] = []
+        statics: list[tuple[str, Hashable]] = []
+        flat_args: list[object] = []
+        for name, param in self.signature.parameters.items():
+            if name in self.static_argnames:
+                if name in arguments:
+                    statics.append((name, _hashable(self.name, name, arguments[name])))
+            elif name in arguments:
+                spec, leaves = self._param(name, arguments[name], call)
+                params.append(spec)
+                flat_args.extend(leaves)
+            elif param.kind not in _VARIADIC and param.default is inspect.Parameter.empty:
+                leaves, treedef = self.annotations[name]  # type: ignore[misc]
+                params.append(ParamSpec(name, tuple(leaves), treedef))
+            # else: the function's own default applies; it is fixed, nothing to trace
+        key = (tuple(params), tuple(statics))
+        return CallPlan(tuple(params), tuple(statics), tuple(flat_args), key)
+
+    def _param(self, name: str, value: object, call: bool) -> tuple[ParamSpec, list[object]]:
+        declared = self.annotations.get(name)
+        if declared is not None and call:
+            spec_leaves, treedef = declared
+            leaves, value_tree = pytree.flatten(value)
+            if value_tree != treedef:
+                raise TypeError(
+                    f"{self.name}(): argument {name!r} must have the structure {treedef} of "
+                    f"its annotation, got {value_tree}"
+                )
+            return ParamSpec(name, tuple(spec_leaves), treedef), leaves
+        leaves, treedef = pytree.flatten(value, is_leaf=_is_spec)
+        paths = pytree.leaf_paths(treedef)
+        convert = spec_of_argument if call else spec_of_value
+        specs = tuple(
+            convert(leaf, f"{self.name}(): argument {name!r}{path}")
+            for leaf, path in zip(leaves, paths)
+        )
+        return ParamSpec(name, specs, treedef), leaves
+
+
+def _is_spec(value: object) -> bool:
+    return isinstance(value, SPEC_TYPES)
+
+
+def _hashable(func: str, name: str, value: object) -> Hashable:
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"{func}(): static argument {name!r} must be hashable, got {type(value).__name__}"
+        ) from None
+    return value  # type: ignore[return-value]
