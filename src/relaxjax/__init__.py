@@ -9,9 +9,11 @@ See ``docs/tutorial.md`` for a first walk through symbolic dims, ``eval_shape``
 and the printed graph program.
 """
 
+from relaxjax import schedule, tir
 from relaxjax.arith import max_ as max
 from relaxjax.arith import min_ as min
 from relaxjax.arith import prove_equal, sym, syms
+from relaxjax.backends import build
 from relaxjax.errors import InconclusiveShapeError, ShapeError, TraceError
 from relaxjax.ir import IRModule
 from relaxjax.ir import TensorInfo as Tensor
@@ -25,12 +27,15 @@ __all__ = [
     "ShapeError",
     "Tensor",
     "TraceError",
+    "build",
     "eval_shape",
     "jit",
     "match_cast",
     "max",
     "min",
     "prove_equal",
+    "schedule",
     "sym",
     "syms",
+    "tir",
 ]

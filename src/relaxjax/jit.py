@@ -27,7 +27,7 @@ from relaxjax.ir import IRModule
 from relaxjax.trace import pytree
 from relaxjax.trace.context import current
 from relaxjax.trace.function import Traced, function_name, trace_function
-from relaxjax.trace.signature import CallPlan, Signature
+from relaxjax.trace.signature import CallPlan, FastPath, Signature
 
 __all__ = ["Jitted", "jit", "eval_shape"]
 
@@ -57,6 +57,8 @@ class Jitted:
         self._signature = Signature(fn, self._name, static_argnames)
         self._traces: dict[Hashable, Traced] = {}
         self._executables: dict[Hashable, Callable[..., object]] = {}
+        self._fast_path = FastPath(self._signature)
+        self._fast: dict[Hashable, tuple[Callable[..., object], Traced]] = {}
 
     def __repr__(self) -> str:
         return f"<relax.jit {self._name} target={self.target!r}>"
@@ -99,14 +101,21 @@ class Jitted:
     def __call__(self, *args: object, **kwargs: object) -> object:
         if current() is not None:
             return self.fn(*args, **kwargs)  # inside another trace: inline
-        plan = self._signature.plan_call(args, kwargs)
-        executable = self._executables.get(plan.key)
-        traced = self._trace(plan)
-        if executable is None:
-            executable = runtime.build_executable(traced.module, self.target)
-            self._executables[plan.key] = executable
-        outputs = executable(*plan.flat_args)
-        return _unflatten_outputs(traced, outputs)
+        fast_key = None if kwargs else self._fast_path.key(args)
+        entry = self._fast.get(fast_key) if fast_key is not None else None
+        if entry is None:
+            plan = self._signature.plan_call(args, kwargs)
+            traced = self._trace(plan)
+            executable = self._executables.get(plan.key)
+            if executable is None:
+                executable = runtime.build_executable(traced.module, self.target)
+                self._executables[plan.key] = executable
+            entry = (executable, traced)
+            if fast_key is not None:
+                self._fast[fast_key] = entry
+            args = plan.flat_args
+        executable, traced = entry
+        return _unflatten_outputs(traced, executable(*args))
 
     def cache_size(self) -> int:
         """How many executables were compiled (one per distinct specialisation)."""
@@ -115,9 +124,8 @@ class Jitted:
 
 def _unflatten_outputs(traced: Traced, outputs: object) -> object:
     """The executable's flat outputs, in the structure the function returned."""
-    count = traced.out_tree.num_leaves
-    if count == 1 and not isinstance(outputs, tuple | list):
-        outputs = (outputs,)
+    if traced.out_tree is pytree.LEAF:
+        return outputs[0] if isinstance(outputs, tuple | list) else outputs
     return pytree.unflatten(traced.out_tree, list(outputs))  # type: ignore[call-overload]
 
 

@@ -225,3 +225,43 @@ def test_division_identity(p, divisor, env):
     value = python_value(p, env)
     assert evaluate(a // divisor, env) == value // divisor
     assert evaluate(a % divisor, env) == value % divisor
+
+
+@st.composite
+def ranges_and_samples(draw):
+    """Overriding ranges for ``n`` and ``q`` and assignments inside them."""
+    n_lo = draw(st.integers(0, 10))
+    n_hi = n_lo + draw(st.integers(0, 10))
+    q_lo = draw(st.integers(-10, 5))
+    q_hi = q_lo + draw(st.integers(0, 10))
+    samples = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "n": st.integers(n_lo, n_hi),
+                    "q": st.integers(q_lo, q_hi),
+                    "m": st.integers(1, 16),
+                    "b": st.integers(0, 3),
+                }
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    return {"n": (n_lo, n_hi), SYMBOLS["q"]: (q_lo, q_hi)}, samples
+
+
+@given(trees, trees, ranges_and_samples())
+def test_bounds_and_compare_respect_ranges(left, right, drawn):
+    ranges, samples = drawn
+    a, b = build_or_none(left), build_or_none(right)
+    assume(a is not None and b is not None)
+    lo, hi = bounds(a, ranges)
+    answer = compare(a, "<=", b, ranges)
+    for env in samples:
+        x, y = python_value(left, env), python_value(right, env)
+        if x is None:
+            continue
+        assert (lo is None or lo <= x) and (hi is None or x <= hi), (str(a), env, lo, hi)
+        if y is not None and answer is not None:
+            assert (x <= y) is answer, (str(a), str(b), env)

@@ -165,6 +165,12 @@ relu, gelu, add, matmul, reshape, split, nsum, opaque = (
     Opaque(),
 )
 OPS = {op.name: op for op in (relu, gelu, add, matmul, reshape, split, nsum, opaque)}
+for _op in OPS.values():  # pickle as the singleton, like the real ops
+    type(_op).__reduce__ = lambda self: (_op_named, (self.name,))
+
+
+def _op_named(name):
+    return OPS[name]
 
 
 @dataclass(frozen=True)

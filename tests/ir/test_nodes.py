@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from ir_fakes import relu
 
 from relaxjax import arith
+from relaxjax.errors import SourceLocation
 from relaxjax.ir import (
     Binding,
     BindingBlock,
@@ -29,7 +30,6 @@ from relaxjax.ir import (
     TupleInfo,
     Var,
 )
-from relaxjax.errors import SourceLocation
 
 n, m = arith.sym("n"), arith.sym("m")
 

@@ -124,9 +124,7 @@ def test_is_base_of_three_valued():
 
 def test_erase_levels_and_lca():
     info = TupleInfo([TensorInfo((n, 4)), ShapeInfo((n,)), PrimInfo("int64", value=n)])
-    assert erase(info) == TupleInfo(
-        [TensorInfo(ndim=2), ShapeInfo(ndim=1), PrimInfo("int64")]
-    )
+    assert erase(info) == TupleInfo([TensorInfo(ndim=2), ShapeInfo(ndim=1), PrimInfo("int64")])
     assert erase(info, "ndim") == TupleInfo([TensorInfo(), ShapeInfo(), PrimInfo("int64")])
     assert erase(info, "object") == ObjectInfo()
     with pytest.raises(ValueError, match="erase level must be one of"):
@@ -144,9 +142,7 @@ def test_symbols_subs_and_restrict():
     assert subs_info(info, {"n": 3, m: n}) == TupleInfo(
         [TensorInfo((3, 6)), PrimInfo("int64", value=n + 1)]
     )
-    assert restrict_symbols(info, [n]) == TupleInfo(
-        [TensorInfo((n, n * 2)), PrimInfo("int64")]
-    )
+    assert restrict_symbols(info, [n]) == TupleInfo([TensorInfo((n, n * 2)), PrimInfo("int64")])
     assert restrict_symbols(TensorInfo((n, m)), [n]) == TensorInfo(ndim=2)
 
 
@@ -176,9 +172,7 @@ def _tensor(shape, dtype, level):
     return info if level == 0 else erase(info, ("shape", "ndim", "object")[level - 1])
 
 
-tensors = st.builds(
-    _tensor, st.lists(dims, max_size=3).map(tuple), dtype_names, st.integers(0, 3)
-)
+tensors = st.builds(_tensor, st.lists(dims, max_size=3).map(tuple), dtype_names, st.integers(0, 3))
 infos = st.recursive(
     tensors | st.builds(PrimInfo, st.just("int64"), st.none() | dims),
     lambda inner: st.lists(inner, max_size=3).map(TupleInfo),

@@ -24,11 +24,13 @@ Usage (the op test files import this module; pytest runs in importlib mode)::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import jax
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from relaxjax import arith, dtypes
@@ -47,6 +49,14 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 
 Operand = TensorInfo | bool | int | float
+
+#: The dtypes numerics tests run by default; the others are marked slow.
+SAMPLE_DTYPES = ("int32", "bfloat16", "float32")
+
+
+def dtype_params(sample: Sequence[str] = SAMPLE_DTYPES) -> list:
+    """Every dtype as a pytest param, those outside ``sample`` marked slow."""
+    return [pytest.param(d, marks=() if d in sample else pytest.mark.slow) for d in ALL_DTYPES]
 
 
 # --------------------------------------------------------------------------- strategies
@@ -116,6 +126,20 @@ def deduce(op_name: str, operands: Sequence[Operand], attrs: object = None) -> D
 def concrete(operands: Sequence[Operand], env: Mapping[str, int]) -> list[Operand]:
     """The operands with symbol values substituted."""
     return [subs_info(o, env) if isinstance(o, StructInfo) else o for o in operands]
+
+
+def subs_value(value: object, env: Mapping[str, int]) -> object:
+    """``value`` (a dim, a tuple of them, an attrs dataclass) with symbol values substituted."""
+    if isinstance(value, arith.Expr):
+        return arith.subs(value, env)
+    if isinstance(value, tuple):
+        return tuple(subs_value(v, env) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: subs_value(getattr(value, f.name), env) for f in dataclasses.fields(value)
+        }
+        return dataclasses.replace(value, **changes)
+    return value
 
 
 def jax_struct(info: TensorInfo) -> jax.ShapeDtypeStruct:
@@ -189,7 +213,7 @@ def check_sound(
         )
         return ours
     failing = [c for c in ours.checks if not c.holds(dict(env))]
-    again = deduce(op_name, fixed, attrs)
+    again = deduce(op_name, fixed, subs_value(attrs, env))
     if isinstance(theirs, Exception):
         if failing:
             return ours

@@ -33,6 +33,7 @@ from oracle import (  # noqa: E402
     check_sound,
     deduce,
     dims,
+    dtype_params,
     envs,
     random_array,
     shapes,
@@ -263,7 +264,7 @@ def _domain(name):
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", dtype_params())
 def test_unary_reference_matches_jax(name, dtype):
     rng = np.random.default_rng(0)
     low, high = _domain(name)
@@ -290,7 +291,7 @@ def _binary_inputs(name, dtype, rng):
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", dtype_params())
 def test_binary_reference_matches_jax(name, dtype):
     rng = np.random.default_rng(1)
     x, y = _binary_inputs(name, dtype, rng)
@@ -307,7 +308,7 @@ def test_binary_reference_matches_jax(name, dtype):
 
 @pytest.mark.parametrize("name", ["add", "multiply", "divide", "maximum", "less", "power"])
 @pytest.mark.parametrize("scalar", [2, 2.5, True])
-@pytest.mark.parametrize("dtype", ["int8", "int32", "float16", "float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", dtype_params(("int8", "float16")))
 def test_weak_scalar_reference_matches_jax(name, scalar, dtype):
     x = random_array(np.random.default_rng(2), (4,), dtype, low=0.5, high=3.0)
     assert_close(
@@ -339,7 +340,7 @@ def test_integer_ops_with_negative_operands_match_jax(dtype):
         assert_close(get(name).reference(x, y), BINARY[name](x, y), f"{name}[{dtype}]")
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float32", "bfloat16", "uint8"])
+@pytest.mark.parametrize("dtype", dtype_params(("uint8", "bfloat16")))
 def test_where_and_clip_references_match_jax(dtype):
     rng = np.random.default_rng(3)
     condition = rng.random((3, 1)) < 0.5
@@ -361,8 +362,8 @@ def test_clip_with_crossed_bounds_takes_max_like_jax():
     assert_close(get("clip").reference(x, 3.0, 1.0, attrs=both), jnp.clip(x, 3.0, 1.0))
 
 
-@pytest.mark.parametrize("source", ALL_DTYPES)
-@pytest.mark.parametrize("target", ALL_DTYPES)
+@pytest.mark.parametrize("source", dtype_params())
+@pytest.mark.parametrize("target", dtype_params(("bool", "int8", "float16", "float64")))
 def test_astype_reference_matches_jax(source, target):
     x = random_array(np.random.default_rng(4), (6,), source, low=0.0, high=3.0)
     expected = jnp.asarray(x).astype(dtypes.to_numpy(target))

@@ -54,6 +54,24 @@ def _bind_dims(info, value, symbols):
                 symbols.setdefault(dim.name, size)
 
 
+def _concrete(value, symbols):
+    """Attributes with every symbolic dim replaced by its value."""
+    import dataclasses
+
+    from relaxjax import arith
+
+    if isinstance(value, arith.Expr):
+        return arith.evaluate(value, symbols)
+    if isinstance(value, tuple):
+        return tuple(_concrete(v, symbols) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _concrete(getattr(value, f.name), symbols) for f in dataclasses.fields(value)
+        }
+        return dataclasses.replace(value, **changes)
+    return value
+
+
 def interpret(mod, target):
     """An executable made by evaluating the graph function with the ops' numpy references.
 
@@ -77,7 +95,7 @@ def interpret(mod, target):
             return evaluate(expr.tuple_value, env, symbols)[expr.index]
         if isinstance(expr, Call):
             args = [evaluate(a, env, symbols) for a in expr.args]
-            return expr.op.reference(*args, attrs=expr.attrs)
+            return expr.op.reference(*args, attrs=_concrete(expr.attrs, symbols))
         return env[expr]
 
     def run(*args):

@@ -57,8 +57,6 @@ def assert_matches_jax(fn, *specs, env=None):
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("other", list(OTHERS.values()), ids=list(OTHERS))
 def test_binary_operators_match_jax_both_ways(op, dtype, other):
-    if op is operator.pow and dtype == "int32" and not isinstance(other, int):
-        pytest.skip("integer ** non-int: jax raises, relaxjax may promote")
     spec = relax.Tensor((3, 4), dtype)
     assert_matches_jax(lambda x: op(x, other), spec)
     assert_matches_jax(lambda x: op(other, x), spec)
@@ -88,8 +86,8 @@ def test_matmul_and_reflected_matmul_with_a_constant():
 
 @pytest.mark.parametrize(
     "fn",
-    [operator.neg, operator.pos, abs, lambda x: -(-x)],
-    ids=["neg", "pos", "abs", "negneg"],
+    [operator.neg, operator.pos, abs, lambda x: 1 - (-x)],
+    ids=["neg", "pos", "abs", "rsub-neg"],
 )
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_unary_operators_match_jax(fn, dtype):

@@ -16,8 +16,9 @@ integer value of the symbols (Python floor semantics):
   ``a % -c = -((-a) % c)``.
 - a symbolic divisor ``b`` is resolved only when ``b`` is provably non-zero and
   ``a`` is a polynomial multiple of it, or ``0 <= a < b`` is provable;
-- ``min``/``max`` flatten, drop operands that another provably dominates, pull out
-  the smallest constant offset and a common positive factor, and sort the rest.
+- ``min``/``max`` flatten (also through added terms and positive factors), drop
+  operands that another provably dominates, take out per monomial the smallest
+  coefficient (absent counts as 0) and a common positive factor, and sort the rest.
 """
 
 from __future__ import annotations
@@ -34,17 +35,16 @@ from relaxjax.arith.expr import (
     Min,
     Mod,
     Monomial,
+    Poly,
     dim_key,
     render_operand,
 )
 from relaxjax.arith.terms import (
-    CONSTANT,
     Terms,
     add_into,
     content,
     exact_quotient,
     from_terms,
-    leading_coefficient,
     multiply,
     scaled,
     split_constant,
@@ -74,8 +74,9 @@ def as_dim(value: object) -> Dim:
 def close(terms: Terms) -> Dim:
     """The canonical dim of a term dictionary, after folding floor-division/modulo pairs:
     ``c * (x // c) + x % c -> x`` and ``x - c * (x // c) -> x % c`` (times any ``k``)."""
-    while _fold_one_divmod(terms):
-        pass
+    if len(terms) > 1:
+        while _fold_one_divmod(terms):
+            pass
     return from_terms(terms)
 
 
@@ -137,8 +138,10 @@ def neg(a: Dim) -> Dim:
 
 def mul(a: Dim, b: Dim) -> Dim:
     """``a * b`` (expanded)."""
-    if type(a) is int and type(b) is int:
-        return a * b
+    if type(a) is int:
+        return a * b if type(b) is int else close(scaled(to_terms(b), a))
+    if type(b) is int:
+        return close(scaled(to_terms(a), b))
     return close(multiply(to_terms(a), to_terms(b)))
 
 
@@ -283,19 +286,38 @@ def max_(a: Dim, b: Dim, *rest: Dim) -> Dim:
 
 def _extremum(kind: type[Min] | type[Max], args: tuple[Dim, ...]) -> Dim:
     pick = min if kind is Min else max
-    flat: list[Dim] = []
-    for arg in args:
-        flat.extend(arg.args if isinstance(arg, kind) else (arg,))
+    if all(isinstance(arg, int) for arg in args):
+        return pick(args)
+    # Shared terms come out first, so that min(x + t, y + t) stays min(x, y) + t even
+    # when t is itself an extremum that flattening would distribute.
+    common = _common_part(args)
+    flat = [part for arg in args for part in _flatten(kind, sub(arg, common))]
     constants = [arg for arg in flat if isinstance(arg, int)]
-    if len(constants) == len(flat):
-        return pick(constants)
-    unique = sorted(set(arg for arg in flat if not isinstance(arg, int)), key=dim_key)
+    unique = sorted({arg for arg in flat if not isinstance(arg, int)}, key=dim_key)
     if constants:
         unique.insert(0, pick(constants))
     kept = _undominated(unique, kind is Min)
     if len(kept) == 1:
-        return kept[0]
-    return _normalised_extremum(kind, kept)
+        return add(kept[0], common)
+    return add(_normalised_extremum(kind, kept), common)
+
+
+def _flatten(kind: type[Min] | type[Max], arg: Dim) -> list[Dim]:
+    """Operands of nested extrema, also through a positive factor and added terms:
+    ``min(min(x, y) * 2 + t, z) -> min(x * 2 + t, y * 2 + t, z)``."""
+    if isinstance(arg, kind):
+        return [flat for inner in arg.args for flat in _flatten(kind, inner)]
+    if isinstance(arg, Poly):
+        for monomial, coeff in arg.terms:
+            atom = monomial[0][0]
+            if coeff > 0 and len(monomial) == 1 and monomial[0][1] == 1 and isinstance(atom, kind):
+                rest = sub(arg, mul(coeff, atom))
+                return [
+                    flat
+                    for inner in atom.args
+                    for flat in _flatten(kind, add(mul(coeff, inner), rest))
+                ]
+    return [arg]
 
 
 def _undominated(args: list[Dim], is_min: bool) -> list[Dim]:
@@ -316,12 +338,10 @@ def _beats(x: Dim, y: Dim, is_min: bool) -> bool:
 
 
 def _normalised_extremum(kind: type[Min] | type[Max], args: list[Dim]) -> Dim:
+    """``kind(args)`` with shared terms and a common positive factor taken out; the
+    operands that remain have non-negative coefficients and no shared term."""
     common = _common_part(args)
     shifted = [sub(arg, common) for arg in args]
-    if all(leading_coefficient(arg) < 0 for arg in shifted if isinstance(arg, Expr)):
-        # min(-x, -y) == -max(x, y): keep the operands' leading coefficients positive
-        other = Max if kind is Min else Min
-        return sub(common, _extremum(other, tuple(neg(arg) for arg in shifted)))
     factor = 0
     for arg in shifted:
         factor = gcd(factor, content(to_terms(arg)))
@@ -332,13 +352,15 @@ def _normalised_extremum(kind: type[Min] | type[Max], args: list[Dim]) -> Dim:
 
 
 def _common_part(args: list[Dim]) -> Dim:
-    """The terms every operand shares with the same coefficient, plus the smallest
-    constant: ``min(x + t + 3, y + t + 1) == min(x + 2, y) + t + 1``."""
-    opened = [split_constant(to_terms(arg)) for arg in args]
-    shared = dict(opened[0][0])
-    for terms, _ in opened[1:]:
-        shared = {mono: coeff for mono, coeff in shared.items() if terms.get(mono) == coeff}
-    shared[CONSTANT] = min(const for _, const in opened)
+    """Per monomial, the smallest coefficient among the operands (absent counts as 0).
+
+    Taking it out of every operand is exact (``min(x + t, y + t) == min(x, y) + t``)
+    and makes operands that differ only by shared terms canonical:
+    ``min(n * 2, n + q) -> min(n, q) + n``, ``min(n + 3, 5) -> min(2, n) + 3``.
+    """
+    opened = [to_terms(arg) for arg in args]
+    monomials = {monomial for terms in opened for monomial in terms}
+    shared = {mono: min(terms.get(mono, 0) for terms in opened) for mono in monomials}
     return close(shared)
 
 

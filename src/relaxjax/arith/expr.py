@@ -77,11 +77,7 @@ class Expr:
     def _bound_signature(self) -> frozenset[tuple[str, int | None, int | None]]:
         """Every ``(name, lower, upper)`` below this node: nodes equal by structure but
         built over differently bounded symbols must not be interned together."""
-        signature: frozenset = frozenset()
-        for child in self.children():
-            if isinstance(child, Expr):
-                signature = signature | child._signature
-        return signature
+        return _union_signature(self.children())
 
     # structural identity ---------------------------------------------------------
 
@@ -301,15 +297,34 @@ class _Interned(Expr):
     @classmethod
     def make(cls, *fields: object) -> Expr:
         """The interned node with these (already canonical) fields."""
-        fresh = cls(*fields)
-        key = (cls, fields, fresh._signature)
+        key = (cls, fields, _union_signature(cls._children_of(fields)))
         node = _INTERNED.get(key)
         if node is None:
-            _INTERNED[key] = node = fresh
+            _INTERNED[key] = node = cls(*fields)
         return node
+
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        raise NotImplementedError
+
+    def children(self) -> tuple[Dim, ...]:
+        return self._children_of(self._key())
 
     def __reduce__(self) -> tuple:
         return (type(self).make, self._key())
+
+
+_NO_SYMBOLS: frozenset = frozenset()
+
+
+def _union_signature(children: tuple[Dim, ...]) -> frozenset:
+    signature = _NO_SYMBOLS
+    for child in children:
+        if isinstance(child, Expr):
+            part = child._signature
+            if part is not signature and not part <= signature:
+                signature = signature | part if signature else part
+    return signature
 
 
 _INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -329,8 +344,9 @@ class Poly(_Interned):
     def _key(self) -> tuple:
         return (self.terms, self.const)
 
-    def children(self) -> tuple[Dim, ...]:
-        return tuple(atom for monomial, _ in self.terms for atom, _ in monomial)
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        return tuple(atom for monomial, _ in fields[0] for atom, _ in monomial)
 
     def _render(self) -> str:
         parts = []
@@ -383,8 +399,9 @@ class FloorDiv(_Interned):
     def _key(self) -> tuple:
         return (self.a, self.b)
 
-    def children(self) -> tuple[Dim, ...]:
-        return (self.a, self.b)
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        return fields
 
     def _render(self) -> str:
         return f"{render_operand(self.a, True)} // {render_operand(self.b, False)}"
@@ -404,8 +421,9 @@ class Mod(_Interned):
     def _key(self) -> tuple:
         return (self.a, self.b)
 
-    def children(self) -> tuple[Dim, ...]:
-        return (self.a, self.b)
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        return fields
 
     def _render(self) -> str:
         return f"{render_operand(self.a, True)} % {render_operand(self.b, False)}"
@@ -424,8 +442,9 @@ class Min(_Interned):
     def _key(self) -> tuple:
         return (self.args,)
 
-    def children(self) -> tuple[Dim, ...]:
-        return self.args
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        return fields[0]
 
     def _render(self) -> str:
         return f"min({', '.join(str(arg) for arg in self.args)})"
@@ -444,8 +463,9 @@ class Max(_Interned):
     def _key(self) -> tuple:
         return (self.args,)
 
-    def children(self) -> tuple[Dim, ...]:
-        return self.args
+    @staticmethod
+    def _children_of(fields: tuple) -> tuple[Dim, ...]:
+        return fields[0]
 
     def _render(self) -> str:
         return f"max({', '.join(str(arg) for arg in self.args)})"

@@ -7,6 +7,7 @@ dim into one, :func:`from_terms` closes one into the canonical dim.
 
 from __future__ import annotations
 
+import functools
 from math import gcd
 
 from relaxjax.arith.expr import Dim, Expr, Monomial, Poly
@@ -28,6 +29,7 @@ def to_terms(value: Dim) -> Terms:
     return {((value, 1),): 1}
 
 
+@functools.lru_cache(maxsize=16384)
 def monomial_key(monomial: Monomial) -> tuple:
     """Canonical term order: higher degree first, then factors in atom order."""
     factors = tuple(atom.sort_key() for atom, power in monomial for _ in range(power))
@@ -104,15 +106,6 @@ def split_constant(terms: Terms) -> tuple[Terms, int]:
     """``(terms without the constant, the constant)``."""
     rest = dict(terms)
     return rest, rest.pop(CONSTANT, 0)
-
-
-def leading_coefficient(value: Dim) -> int:
-    """The coefficient of the first term in canonical order (the value of an int)."""
-    if isinstance(value, int):
-        return value
-    if isinstance(value, Poly):
-        return value.terms[0][1]
-    return 1
 
 
 def exact_quotient(dividend: Terms, divisor: Terms) -> Terms | None:

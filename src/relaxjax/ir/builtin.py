@@ -64,6 +64,9 @@ class CallTIROp:
     def __repr__(self) -> str:
         return "Op(call_tir)"
 
+    def __reduce__(self) -> str:
+        return "CALL_TIR"  # unpickles as the singleton
+
 
 class CallExternOp:
     """``call_extern``: call an external library function (destination-passing style)."""
@@ -78,6 +81,9 @@ class CallExternOp:
 
     def __repr__(self) -> str:
         return "Op(call_extern)"
+
+    def __reduce__(self) -> str:
+        return "CALL_EXTERN"  # unpickles as the singleton
 
 
 CALL_TIR = CallTIROp()

@@ -51,6 +51,9 @@ class IRModule:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("IRModule is immutable; use with_function to build a new one")
 
+    def __reduce__(self) -> tuple:
+        return (IRModule, (dict(self._items),))
+
     @property
     def functions(self) -> Mapping[str, ModuleItem]:
         """Every item by name (a read-only view, in insertion order)."""

@@ -93,6 +93,9 @@ class Constant(Expr):
     def info(self) -> TensorInfo:
         return TensorInfo(self.data.shape, dtypes.canonical(self.data.dtype))
 
+    def __reduce__(self) -> tuple:
+        return (Constant, (self.data,))
+
 
 def _default_prim_dtype(value: object) -> str:
     if isinstance(value, (bool, np.bool_)):

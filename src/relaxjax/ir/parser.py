@@ -53,6 +53,8 @@ from relaxjax.ir.struct_info import (
 _KERNEL_FENCE = re.compile(r"^# kernel (\w+)\n(.*?)\n# end kernel \1[ \t]*$", re.M | re.S)
 _INFO_FORMS = {"Object", "Tensor", "Tuple", "Shape", "Prim"}
 _CHECK_CALLS = {"broadcast", "divides"}
+# Call forms of the text that are not ops (see the printer).
+RESERVED_NAMES = frozenset({"output", "match_cast", "prim", "shape", "const", "extern", "float"})
 
 
 def _error(node: ast.AST | None, message: str) -> ValueError:
@@ -73,6 +75,9 @@ def parse_module(
     constants printed as ``meta[i]``; ``parse_kernel`` reads a kernel's text.
     """
     registry = {**dict(ops or {}), **BUILTIN_OPS}
+    clashes = sorted(set(registry) & RESERVED_NAMES)
+    if clashes:
+        raise ValueError(f"op names {clashes} clash with forms of the IR text; rename the ops")
     items: list[tuple[int, str, object]] = []
 
     def take_kernel(match: re.Match) -> str:

@@ -82,6 +82,7 @@ class _FunctionChecker:
             self.define_var(param)
         for param in self.func.params:
             self.symbols |= {s.name for s in defining_symbols(param.info)}
+        param_symbols = set(self.symbols)
         for param in self.func.params:
             self.where = f"parameter {self.printer.namer(param)}: {param.info!r}"
             self.use_symbols(free_symbols(param.info))
@@ -91,7 +92,8 @@ class _FunctionChecker:
         self.where = f"return {self.printer.expr(body)}"
         self.binding = None
         self.operand(body)
-        self.use_symbols(free_symbols(self.func.ret_info))
+        self.symbols = param_symbols  # a caller knows only the parameters' symbols
+        self.use_symbols(free_symbols(self.func.ret_info), "a parameter (in the return info)")
         if is_base_of(self.func.ret_info, body.info) is not True:
             self.fail(
                 "info-consistent",
@@ -129,12 +131,13 @@ class _FunctionChecker:
             self.fail("dataflow-scope", f"dataflow var {name} is used after its block ended")
         self.fail("var-defined", f"var {name} is used before it is defined")
 
-    def use_symbols(self, symbols: Iterable[Sym]) -> None:
+    def use_symbols(
+        self, symbols: Iterable[Sym], definers: str = "a parameter or match_cast"
+    ) -> None:
         for symbol in sorted(symbols, key=lambda s: s.name):
             if symbol.name not in self.symbols:
                 self.fail(
-                    "symbol-defined",
-                    f"symbol {symbol.name} is used but not defined by a parameter or match_cast",
+                    "symbol-defined", f"symbol {symbol.name} is used but not defined by {definers}"
                 )
 
     # -- bindings -------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from relaxjax.ops.manipulate import require_one_or
 
 Dim = arith.Dim
 
+
 @dataclass(frozen=True, slots=True)
 class AttentionAttrs:
     """Attributes of ``dot_product_attention``: the logit ``scale`` (None: ``1/sqrt(H)``),
@@ -53,7 +54,9 @@ class AttentionAttrs:
             object.__setattr__(self, "scale", float(self.scale))
         for name in ("is_causal", "has_bias", "has_mask"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"AttentionAttrs.{name} must be a bool, got {getattr(self, name)!r}")
+                raise TypeError(
+                    f"AttentionAttrs.{name} must be a bool, got {getattr(self, name)!r}"
+                )
 
     @property
     def num_inputs(self) -> int:
@@ -90,7 +93,9 @@ def _check_dtypes(named: dict[str, TensorInfo]) -> None:
                 f"got {named[name].dtype}"
             )
     if "mask" in named and named["mask"].dtype != "bool":
-        raise TypeError(f"dot_product_attention: mask dtype must be bool, got {named['mask'].dtype}")
+        raise TypeError(
+            f"dot_product_attention: mask dtype must be bool, got {named['mask'].dtype}"
+        )
 
 
 @register

@@ -321,11 +321,10 @@ class Arange(Op):
         bounds = (attrs.start, attrs.stop, attrs.step)
         if any(isinstance(v, arith.Expr) for v in bounds):
             raise TypeError(f"arange: the reference needs concrete bounds, got {bounds}")
-        length = arange_length(*bounds)
-        values = attrs.start + attrs.step * np.arange(length, dtype=np.float64)
-        if all(isinstance(v, int) for v in bounds):
-            values = attrs.start + attrs.step * np.arange(length, dtype=np.int64)
-        return values.astype(dtypes.to_numpy(attrs.dtype))
+        numpy_dtype = dtypes.to_numpy(attrs.dtype)
+        if attrs.dtype == "bfloat16":
+            return np.arange(*bounds, dtype=np.float32).astype(numpy_dtype)
+        return np.arange(*bounds, dtype=numpy_dtype)
 
 
 __all__ = [

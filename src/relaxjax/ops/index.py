@@ -132,9 +132,7 @@ class Take(Op):
 
 
 def _is_dim(value: object) -> bool:
-    return isinstance(value, arith.Expr) or (
-        isinstance(value, int) and not isinstance(value, bool)
-    )
+    return isinstance(value, arith.Expr) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def step_sign(step: Dim) -> int:

@@ -194,7 +194,9 @@ def parse_subscripts(subscripts: str) -> EinsumSpec:
         if output.count(char) > 1:
             raise ValueError(f"einsum: output label {char!r} appears more than once in {text!r}")
         if char != ELLIPSIS and char not in labels:
-            raise ValueError(f"einsum: output label {char!r} does not appear in the inputs of {text!r}")
+            raise ValueError(
+                f"einsum: output label {char!r} does not appear in the inputs of {text!r}"
+            )
     if ELLIPSIS in output and not any(ELLIPSIS in t for t in inputs):
         raise ValueError(f"einsum: output has '...' but no input does in {text!r}")
     return EinsumSpec(inputs, output)

@@ -431,9 +431,7 @@ def _joined(op_name: str, args: Sequence[StructInfo]) -> tuple[tuple[TensorInfo,
     ranks = {i.ndim for i in infos if i.ndim is not None}
     if len(ranks) > 1:
         shapes = ", ".join(info_text(i) for i in infos)
-        raise ShapeError(
-            f"{op_name}: arrays must have the same number of dimensions, got {shapes}"
-        )
+        raise ShapeError(f"{op_name}: arrays must have the same number of dimensions, got {shapes}")
     return infos, dtype
 
 
@@ -648,7 +646,9 @@ class PadAttrs:
     def __post_init__(self) -> None:
         widths = self.pad_width
         if not isinstance(widths, tuple) or not widths:
-            raise TypeError(f"PadAttrs.pad_width must be a non-empty tuple of pairs, got {widths!r}")
+            raise TypeError(
+                f"PadAttrs.pad_width must be a non-empty tuple of pairs, got {widths!r}"
+            )
         for pair in widths:
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise TypeError(f"PadAttrs.pad_width must hold (before, after) pairs, got {pair!r}")

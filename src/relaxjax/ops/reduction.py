@@ -288,7 +288,7 @@ class Sum(_AxesReduction):
         return accumulate_dtype(self.name, dtype, attrs.dtype)
 
     def compute(self, x, axes, attrs, out):
-        return np.sum(x.astype(accumulator_dtype(out)), axis=axes, keepdims=True)
+        return np.sum(_converted(x, out), axis=axes, keepdims=True)
 
 
 @register
@@ -302,7 +302,7 @@ class Prod(_AxesReduction):
         return accumulate_dtype(self.name, dtype, attrs.dtype)
 
     def compute(self, x, axes, attrs, out):
-        return np.prod(x.astype(accumulator_dtype(out)), axis=axes, keepdims=True)
+        return np.prod(_converted(x, out), axis=axes, keepdims=True)
 
 
 @register
@@ -371,6 +371,11 @@ class Min(_AxesReduction):
 
     def compute(self, x, axes, attrs, out):
         return np.min(x, axis=axes, keepdims=True)
+
+
+def _converted(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` converted to ``dtype`` (as jax does first) and widened to its accumulator."""
+    return x.astype(dtypes.to_numpy(dtype)).astype(accumulator_dtype(dtype))
 
 
 def accumulator_dtype(dtype: str) -> np.dtype:
@@ -474,7 +479,7 @@ class Cumsum(Op):
         else:
             axis = normalize_axis(self.name, attrs.axis, x.ndim)
         with np.errstate(all="ignore"):
-            result = np.cumsum(x.astype(accumulator_dtype(out)), axis=axis)
+            result = np.cumsum(_converted(x, out), axis=axis)
         return result.astype(dtypes.to_numpy(out))
 
 

@@ -2,21 +2,26 @@
 
 - :func:`legalize`: every op call becomes a ``call_tir`` of a shape-generic kernel;
 - :func:`dedup_kernels`: structurally identical kernels are stored once;
+- :func:`dispatch_library`: float matmul becomes a ``call_extern`` of BLAS (numpy);
 - :func:`eliminate_dead_code`: unused bindings and orphaned kernels are dropped;
 - :func:`default_pipeline`: the passes ``relax.jit`` runs, as a :class:`Pipeline`.
 """
 
 from relaxjax.passes.dce import eliminate_dead_bindings, eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
+from relaxjax.passes.dispatch import LIBRARY_CALLS, LibraryCall, dispatch_library
 from relaxjax.passes.legalize import LegalizedAttrs, is_op_call, known_shape, legalize
 from relaxjax.passes.pipeline import TARGETS, Pass, Pipeline, default_pipeline
 
 __all__ = [
+    "LIBRARY_CALLS",
     "TARGETS",
+    "LibraryCall",
     "LegalizedAttrs",
     "Pass",
     "Pipeline",
     "dedup_kernels",
+    "dispatch_library",
     "default_pipeline",
     "eliminate_dead_bindings",
     "eliminate_dead_code",

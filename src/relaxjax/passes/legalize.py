@@ -60,13 +60,15 @@ __all__ = ["LegalizedAttrs", "is_op_call", "known_shape", "legalize", "op_attrs_
 class LegalizedAttrs(CallTIRAttrs):
     """``call_tir`` attributes that also name the op the call was legalised from.
 
-    Used only where the result's shape is not fully known: ``op_name`` and
-    ``op_attrs`` (the op's attributes as ``(field, value)`` pairs, printable like any
-    attribute) let the runtime re-run the op's shape rule on concrete shapes.
+    Used only where the result's shape is not fully known: ``op_name``, ``op_attrs``
+    (the op's attributes as ``(field, value)`` pairs, printable like any attribute)
+    and ``arg_infos`` (the infos of the op's operands) let the runtime re-run the op's
+    shape rule on the operands' concrete shapes.
     """
 
     op_name: str = ""
     op_attrs: tuple = ()
+    arg_infos: tuple[StructInfo, ...] = ()
 
 
 def op_attrs_items(attrs: object) -> tuple:
@@ -197,7 +199,9 @@ def _call_tir(pending: _Pending, name: str) -> Binding:
     if known_shape(call.info):
         attrs: CallTIRAttrs = CallTIRAttrs(call.info)
     else:
-        attrs = LegalizedAttrs(call.info, call.op.name, op_attrs_items(call.attrs))  # type: ignore[union-attr]
+        arg_infos = tuple(a.info for a in call.args)
+        op_name = call.op.name  # type: ignore[union-attr]
+        attrs = LegalizedAttrs(call.info, op_name, op_attrs_items(call.attrs), arg_infos)
     operands: tuple[Expr, ...] = (GlobalVar(name), Tuple(pending.operands))
     if pending.tir_vars is not None:
         operands += (pending.tir_vars,)

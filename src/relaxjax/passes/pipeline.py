@@ -1,12 +1,14 @@
 """Pipelines: a named list of passes run in order, each a pure ``module -> module``.
 
-``default_pipeline(target)`` is what ``relax.jit`` runs before building an
-executable::
+``default_pipeline(target)`` lowers a traced module to kernels::
 
     eliminate_dead_code   drop unused bindings before lowering them
+    dispatch_library      (library=True only) matmul -> call_extern of BLAS
     legalize              every op call -> call_tir of a shape-generic kernel
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
+
+``relax.jit`` (through ``runtime.build_executable``) runs it with ``library=True``.
 
 ``Pipeline(passes, verify=True)`` runs the well-formedness checker after every pass
 (tests do), naming the pass whose output is malformed.
@@ -21,6 +23,7 @@ from relaxjax.errors import VerifyError
 from relaxjax.ir import IRModule, verify
 from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
+from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.passes.legalize import legalize
 
 __all__ = ["Pass", "Pipeline", "TARGETS", "default_pipeline"]
@@ -62,9 +65,11 @@ def _verify(mod: IRModule, after: str) -> None:
         raise VerifyError(f"{after} produced a malformed module: {err.message}") from err
 
 
-def default_pipeline(target: str = "llvm", verify: bool = False) -> Pipeline:
-    """The graph passes ``relax.jit`` runs for ``target`` ("llvm" or "cuda")."""
+def default_pipeline(target: str = "llvm", verify: bool = False, library: bool = False) -> Pipeline:
+    """The graph passes for ``target`` ("llvm" or "cuda"); with ``library``, calls a tuned
+    library does best (float matmul) go to it (``dispatch_library``) instead of kernels."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
-    passes = (eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code)
+    dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
+    passes = (eliminate_dead_code, *dispatch, legalize, dedup_kernels, eliminate_dead_code)
     return Pipeline(passes, verify)

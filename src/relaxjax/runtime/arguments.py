@@ -51,7 +51,7 @@ def _python_scalar_fits(value: object, dtype: str) -> bool:
 
 def _as_array(value: object, dtype: str, what: str, expected: str) -> np.ndarray:
     target = dtypes.to_numpy(dtype)
-    if isinstance(value, _PYTHON_SCALARS):
+    if type(value) in _PYTHON_SCALARS:  # not isinstance: np.float64 subclasses float
         if not _python_scalar_fits(value, dtype):
             raise TypeError(f"{what}: expected {expected}, got Python {type(value).__name__}")
         try:
@@ -91,7 +91,7 @@ def coerce_scalar(info: PrimInfo, what: str) -> Callable[[object], np.ndarray]:
         array = _as_array(value, info.dtype, what, expected)
         if array.ndim != 0:
             raise TypeError(f"{what}: expected {expected}, got {messages.type_name(value)}")
-        return np.ascontiguousarray(array)
+        return array if array.flags.aligned else array.copy()  # 0-d: always contiguous
 
     return coerce
 
@@ -99,6 +99,20 @@ def coerce_scalar(info: PrimInfo, what: str) -> Callable[[object], np.ndarray]:
 def contiguous(array: np.ndarray) -> np.ndarray:
     """A C-contiguous, aligned, native-order copy (kernels index row-major memory)."""
     return np.array(array, order="C", copy=True)
+
+
+def _static_shape_error(info: TensorInfo, what: str) -> Callable[[tuple], Exception]:
+    """The error for an argument whose shape differs from the static ``info.shape``."""
+
+    def shape_error(shape: tuple[int, ...]) -> Exception:
+        if len(shape) != info.ndim:
+            return messages.rank_mismatch(what, info, shape)
+        for axis, (want, got) in enumerate(zip(info.shape, shape)):
+            if want != got:
+                return messages.dim_mismatch(what, axis, want, got, {}, {})
+        raise AssertionError(f"{what}: shape {shape} matches {info!r}")
+
+    return shape_error
 
 
 class ParamCode:
@@ -148,9 +162,14 @@ class ParamCode:
             raise LoweringError(
                 f"{what}: an argument of unknown rank cannot be compiled ({info!r})"
             )
+        storage = Storage("param", index)
+        if info.shape is not None and all(isinstance(d, int) for d in info.shape):
+            # a static shape: one tuple comparison checks the rank and every dim
+            error = w.constant(_static_shape_error(info, what), "shape")
+            w.line(f"if {local}.shape != {tuple(info.shape)!r}:")
+            w.line(f"raise {error}({local}.shape)", 2)
+            return Value(info, tuple(str(d) for d in info.shape), local, True, storage)
         rank = w.constant(lambda shape: messages.rank_mismatch(what, info, shape), "rank")
-        w.line(f"if {local}.ndim != {info.ndim}:")
-        w.line(f"raise {rank}({local}.shape)", 2)
         dims = [f"d{index}_{axis}" for axis in range(info.ndim)]
         checks: list[tuple[int, arith.Dim]] = []
         if info.shape is not None:
@@ -160,10 +179,12 @@ class ParamCode:
                     self._range_checked.append((dim, f"{what} axis {axis}", True))
                 else:
                     checks.append((axis, dim))
-        if info.ndim:
-            w.line(f"{', '.join(dims)}, = {local}.shape")
+        # unpacking checks the rank (a try block costs nothing when nothing is raised)
+        w.line("try:")
+        w.line(f"{''.join(d + ', ' for d in dims)}= {local}.shape", 2)
+        w.line("except ValueError:")
+        w.line(f"raise {rank}({local}.shape) from None", 2)
         self._deferred.append(lambda: self._emit_dim_checks(local, what, dims, checks))
-        storage = Storage("param", index)
         return Value(info, tuple(dims), local, True, storage)
 
     def _emit_dim_checks(

@@ -105,8 +105,10 @@ def collect_accesses(stmt: Stmt) -> list[Access]:
     return collector.accesses
 
 
-def _relax_dim(dim: Dim, loops: tuple[tuple[arith.Sym, Dim, Dim | None], ...]):
-    """``(low, high)`` with ``low <= dim <= high`` over the loops' ranges, or None."""
+def relax_dim(dim: Dim, loops: tuple[tuple[arith.Sym, Dim, Dim | None], ...]):
+    """``(low, high)`` with ``low <= dim <= high`` while each ``(var, start, extent)`` of
+    ``loops`` ranges over ``[start, start + extent)`` (innermost last), or None when
+    ``dim`` is not affine in them (or a var has no range: extent None)."""
     low = high = dim
     for var, start, extent in reversed(loops):
         if var not in arith.free_symbols(low) | arith.free_symbols(high):
@@ -126,7 +128,7 @@ def _relax_dim(dim: Dim, loops: tuple[tuple[arith.Sym, Dim, Dim | None], ...]):
 def _access_ranges(access: Access) -> tuple[Range, ...]:
     ranges = []
     for axis, index in enumerate(access.indices):
-        relaxed = None if isinstance(index, PrimExpr) else _relax_dim(index, access.loops)
+        relaxed = None if isinstance(index, PrimExpr) else relax_dim(index, access.loops)
         if relaxed is None:
             ranges.append(Range(0, access.buffer.shape[axis]))
         else:
@@ -138,6 +140,9 @@ def _access_ranges(access: Access) -> tuple[Range, ...]:
 def _union(a: tuple[Range, ...], b: tuple[Range, ...]) -> tuple[Range, ...]:
     merged = []
     for ra, rb in zip(a, b):
+        if ra == rb:
+            merged.append(ra)
+            continue
         start = arith.min_(ra.start, rb.start)
         stop = arith.max_(ra.stop, rb.stop)
         merged.append(Range(start, stop - start))

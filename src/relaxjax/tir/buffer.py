@@ -40,7 +40,8 @@ def as_dim(value: object, what: str) -> Dim:
     dim = getattr(value, "index_dim", None)
     if dim is not None:
         return dim
-    raise TypeError(f"{what}: expected an int or symbolic dim, got {type(value).__name__} {value!r}")
+    kind = type(value).__name__
+    raise TypeError(f"{what}: expected an int or symbolic dim, got {kind} {value!r}")
 
 
 def as_dims(values: object, what: str) -> tuple[Dim, ...]:

@@ -218,9 +218,7 @@ class CommReducer:
         condition = None if where is None else as_expr(where)
         if condition is not None and condition.dtype != "bool":
             raise TypeError(f"{self.name}: where must be a bool expression, got {condition!r}")
-        reductions = tuple(
-            Reduce(self, sources, axes, condition, j) for j in range(len(sources))
-        )
+        reductions = tuple(Reduce(self, sources, axes, condition, j) for j in range(len(sources)))
         return reductions[0] if single else reductions
 
 
@@ -511,8 +509,10 @@ class _Namer:
         renamed = self.buffers.get(id(buffer))
         if renamed is None:
             new_name = self.fresh(buffer.name)
-            renamed = buffer if new_name == buffer.name else Buffer(
-                new_name, buffer.shape, buffer.dtype, buffer.strides, buffer.scope
+            renamed = (
+                buffer
+                if new_name == buffer.name
+                else Buffer(new_name, buffer.shape, buffer.dtype, buffer.strides, buffer.scope)
             )
             self.buffers[id(buffer)] = renamed
         return renamed

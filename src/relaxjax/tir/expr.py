@@ -283,7 +283,8 @@ def _index(buffer: Buffer, axis: int, item: object) -> Dim | PrimExpr:
     if isinstance(item, PrimExpr) and not isinstance(item, IndexExpr):
         if not dtypes.is_integer(item.dtype):
             raise TypeError(
-                f"index {axis} of buffer {buffer.name} must be an integer, got {item.dtype} {item!r}"
+                f"index {axis} of buffer {buffer.name} must be an integer, "
+                f"got {item.dtype} {item!r}"
             )
         return item
     return as_dim(item, f"index {axis} of buffer {buffer.name}")

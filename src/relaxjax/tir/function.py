@@ -145,27 +145,32 @@ class PrimFunc:
         for param in self.params:
             if param.name == name:
                 return param
-        raise KeyError(f"kernel {self.name} has no parameter {name!r}; "
-                       f"parameters: {', '.join(p.name for p in self.params)}")
+        raise KeyError(
+            f"kernel {self.name} has no parameter {name!r}; "
+            f"parameters: {', '.join(p.name for p in self.params)}"
+        )
 
     # rebuilding ---------------------------------------------------------------------
 
     def with_body(self, body: Stmt) -> PrimFunc:
         """The same kernel with another body (verified)."""
-        return PrimFunc(self.name, self.params, body, self.num_outputs, self.scalar_params,
-                        self.attrs)
+        return PrimFunc(
+            self.name, self.params, body, self.num_outputs, self.scalar_params, self.attrs
+        )
 
     def with_name(self, name: str) -> PrimFunc:
         """The same kernel under another name."""
-        return PrimFunc(name, self.params, self.body, self.num_outputs, self.scalar_params,
-                        self.attrs)
+        return PrimFunc(
+            name, self.params, self.body, self.num_outputs, self.scalar_params, self.attrs
+        )
 
     def with_attrs(self, attrs: Mapping[str, object]) -> PrimFunc:
         """The same kernel with ``attrs`` merged into its annotations."""
         merged = dict(self.attrs)
         merged.update(attrs)
-        return PrimFunc(self.name, self.params, self.body, self.num_outputs,
-                        self.scalar_params, merged)
+        return PrimFunc(
+            self.name, self.params, self.body, self.num_outputs, self.scalar_params, merged
+        )
 
     def specialize(self, values: Mapping[arith.Sym | str, arith.Dim]) -> PrimFunc:
         """The kernel with symbols replaced by dims (``{n: 16}``). Symbols that remain
@@ -183,8 +188,9 @@ class PrimFunc:
         for symbol in used:
             if symbol.name not in bare:
                 scalars.setdefault(symbol.name, symbol)
-        return PrimFunc(self.name, params, body, self.num_outputs, tuple(scalars.values()),
-                        self.attrs)
+        return PrimFunc(
+            self.name, params, body, self.num_outputs, tuple(scalars.values()), self.attrs
+        )
 
     # text -----------------------------------------------------------------------------
 
@@ -204,4 +210,3 @@ class PrimFunc:
         from relaxjax.tir.printer import func_html
 
         return func_html(self)
-

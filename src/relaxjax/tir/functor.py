@@ -395,8 +395,8 @@ class Substituter(StmtMutator):
         new = self._buffers.get(buffer)
         if new is None:
             shape = tuple(self.visit_dim(d) for d in buffer.shape)
-            strides = None if buffer.strides is None else tuple(
-                self.visit_dim(d) for d in buffer.strides
+            strides = (
+                None if buffer.strides is None else tuple(self.visit_dim(d) for d in buffer.strides)
             )
             unchanged = _same(shape, buffer.shape) and (
                 strides is None or _same(strides, buffer.strides)

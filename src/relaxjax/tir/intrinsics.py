@@ -41,9 +41,10 @@ def _table(*entries: Intrinsic) -> dict[str, Intrinsic]:
 
 
 _FLOAT_UNARY = (
-    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
-    "sinh cosh tanh erf sigmoid floor ceil trunc round"
-).split()
+    ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt")
+    + ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh")
+    + ("erf", "sigmoid", "floor", "ceil", "trunc", "round")
+)
 
 INTRINSICS: dict[str, Intrinsic] = _table(
     *(Intrinsic(name, 1, "float", "same") for name in _FLOAT_UNARY),

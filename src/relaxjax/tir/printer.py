@@ -1,22 +1,20 @@
 """TIR as Python-syntax text that :mod:`relaxjax.tir.parser` reads back.
 
-A matmul kernel prints as::
+A row-sum kernel prints as::
 
     @prim_func(outputs=1)
-    def matmul(A: Buffer((n, K), "float32"), B: Buffer((K, m), "float32"), C: Buffer((n, m), "float32")):
+    def rowsum(A: Buffer((n, m), "float32"), B: Buffer((n,), "float32")):
         with block("root"):
             for i in range(n):
-                for j in range(m):
-                    for k in range(K):
-                        with block("C"):
-                            v_i = axis.spatial(n, i)
-                            v_j = axis.spatial(m, j)
-                            v_k = axis.reduce(K, k)
-                            reads(A[v_i, v_k], B[v_k, v_j])
-                            writes(C[v_i, v_j])
-                            with init():
-                                C[v_i, v_j] = float32(0.0)
-                            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]
+                for k in range(m):
+                    with block("B"):
+                        v_i = axis.spatial(n, i)
+                        v_k = axis.reduce(m, k)
+                        reads(A[v_i, v_k])
+                        writes(B[v_i])
+                        with init():
+                            B[v_i] = float32(0.0)
+                        B[v_i] = B[v_i] + A[v_i, v_k]
 
 Index math prints in arith's canonical text; constants carry their dtype
 (``float32(0.5)``, ``int32(3)``; a bare ``3`` is an int64 index value); casts print as
@@ -230,8 +228,9 @@ class _StmtPrinter:
         self.emit(depth, f"with block({json.dumps(block.name)}):")
         inner = depth + 1
         for iv, value in zip(block.iter_vars, stmt.iter_values):
-            self.emit(inner, f"{iv.var.name} = axis.{iv.kind}({dim_text(iv.extent)}, "
-                             f"{dim_text(value)})")
+            self.emit(
+                inner, f"{iv.var.name} = axis.{iv.kind}({dim_text(iv.extent)}, {dim_text(value)})"
+            )
         if not (isinstance(stmt.predicate, IntImm) and stmt.predicate.value == 1):
             self.emit(inner, f"where({expr_text(stmt.predicate)})")
         if block.reads:
@@ -286,11 +285,7 @@ def stmt_text(stmt: Stmt, depth: int = 0) -> str:
 
 def _header(func) -> str:
     options = [f"outputs={func.num_outputs}"]
-    bounds = {
-        s.name: (s.lower, s.upper)
-        for s in func.symbols()
-        if (s.lower, s.upper) != (0, None)
-    }
+    bounds = {s.name: (s.lower, s.upper) for s in func.symbols() if (s.lower, s.upper) != (0, None)}
     if bounds:
         options.append(f"bounds={bounds!r}")
     if func.attrs:

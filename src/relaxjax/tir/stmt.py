@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from relaxjax import arith
 from relaxjax.arith import Dim
@@ -32,8 +31,8 @@ THREAD_TAGS: tuple[str, ...] = (
 )
 ITER_KINDS: tuple[str, ...] = ("spatial", "reduce")
 
-AttrScalar = Union[bool, int, float, str]
-AttrValue = Union[AttrScalar, tuple]
+AttrScalar = bool | int | float | str
+AttrValue = AttrScalar | tuple
 Annotations = tuple[tuple[str, AttrValue], ...]
 
 
@@ -174,8 +173,12 @@ class Block(Stmt):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a block needs a non-empty name, got {self.name!r}")
         what = f"block {self.name!r}"
-        for field, kind in (("iter_vars", IterVar), ("reads", BufferRegion),
-                            ("writes", BufferRegion), ("alloc_buffers", Buffer)):
+        for field, kind in (
+            ("iter_vars", IterVar),
+            ("reads", BufferRegion),
+            ("writes", BufferRegion),
+            ("alloc_buffers", Buffer),
+        ):
             items = tuple(getattr(self, field))
             for item in items:
                 if not isinstance(item, kind):
@@ -235,9 +238,11 @@ class BufferStore(Stmt):
         if not isinstance(self.buffer, Buffer):
             raise TypeError(f"BufferStore needs a Buffer, got {type(self.buffer).__name__}")
         object.__setattr__(self, "indices", normalize_indices(self.buffer, self.indices))
-        value = as_expr(self.value, self.buffer.dtype) if not isinstance(
-            self.value, PrimExpr
-        ) else self.value
+        value = (
+            as_expr(self.value, self.buffer.dtype)
+            if not isinstance(self.value, PrimExpr)
+            else self.value
+        )
         if value.dtype != self.buffer.dtype:
             raise TypeError(
                 f"cannot store a {value.dtype} value into buffer {self.buffer.name} of dtype "
@@ -263,13 +268,17 @@ class LetStmt(Stmt):
         if isinstance(self.var, arith.Sym):
             value = as_expr(value)
             if value.dtype != "int64":
-                raise TypeError(f"let {self.var}: an index variable needs an int64 value, "
-                                f"got {value.dtype} {value!r}")
+                raise TypeError(
+                    f"let {self.var}: an index variable needs an int64 value, "
+                    f"got {value.dtype} {value!r}"
+                )
         elif isinstance(self.var, Var):
             value = as_expr(value, self.var.dtype) if not isinstance(value, PrimExpr) else value
             if value.dtype != self.var.dtype:
-                raise TypeError(f"let {self.var.name}: variable of dtype {self.var.dtype} bound "
-                                f"to a {value.dtype} value {value!r}")
+                raise TypeError(
+                    f"let {self.var.name}: variable of dtype {self.var.dtype} bound "
+                    f"to a {value.dtype} value {value!r}"
+                )
         else:
             raise TypeError(f"a let binds a Var or an arith.Sym, got {self.var!r}")
         object.__setattr__(self, "value", value)

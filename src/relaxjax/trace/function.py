@@ -74,13 +74,11 @@ def _leaf_names(param: ParamSpec) -> list[str]:
     return names
 
 
-def _make_params(params: Sequence[ParamSpec]) -> tuple[list[Var], dict[str, object]]:
-    specs = [
-        (f"parameter {p.name!r}", leaf) for p in params for leaf in p.leaves
-    ]
+def _make_params(params: Sequence[ParamSpec]) -> list[Var]:
+    specs = [(f"parameter {p.name!r}", leaf) for p in params for leaf in p.leaves]
     infos, _ = unify_symbols(specs)
     names = [name for p in params for name in _leaf_names(p)]
-    return [Var(name, info) for name, info in zip(names, infos)], {}
+    return [Var(name, info) for name, info in zip(names, infos)]
 
 
 def trace_function(
@@ -97,7 +95,7 @@ def trace_function(
     errors (with the user's source line) for problems found while tracing.
     """
     name = name or function_name(fn)
-    param_vars, _ = _make_params(params)
+    param_vars = _make_params(params)
     builder = BlockBuilder()
     state = TraceState(builder, name)
     with builder.function(name, param_vars), tracing(state):

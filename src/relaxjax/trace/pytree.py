@@ -91,7 +91,7 @@ def _flatten_into(tree: object, leaves: list, is_leaf) -> TreeDef:
         children = tuple(_flatten_into(tree[key], leaves, is_leaf) for key in keys)
         return TreeDef("dict", children, tuple(keys))
     leaves.append(tree)
-    return LEAF
+    return LEAF  # always this object: callers may test ``treedef is LEAF``
 
 
 def unflatten(treedef: TreeDef, leaves: Sequence) -> object:

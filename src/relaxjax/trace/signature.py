@@ -15,6 +15,8 @@ import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from relaxjax.ir import StructInfo
 from relaxjax.trace import pytree
 from relaxjax.trace.spec import (
@@ -25,7 +27,7 @@ from relaxjax.trace.spec import (
     spec_of_value,
 )
 
-__all__ = ["Signature", "CallPlan"]
+__all__ = ["Signature", "CallPlan", "FastPath"]
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
@@ -182,3 +184,46 @@ def _hashable(func: str, name: str, value: object) -> Hashable:
             f"{func}(): static argument {name!r} must be hashable, got {type(value).__name__}"
         ) from None
     return value  # type: ignore[return-value]
+
+
+class FastPath:
+    """A cheap cache key for the common call: positional arrays, one per parameter.
+
+    When every parameter is positional, not static, and annotated with one spec or
+    not at all, a call passing exactly one numpy array (or Python scalar, for an
+    unannotated parameter) per parameter is identified by the arrays' shapes and
+    dtypes alone, and its arguments are already flat. :meth:`key` returns None for
+    any other call, which then takes the general path.
+    """
+
+    __slots__ = ("_annotated", "_arity")
+
+    def __init__(self, signature: Signature) -> None:
+        params = list(signature.signature.parameters.values())
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        simple = not signature.static_argnames and all(p.kind in positional for p in params)
+        self._annotated: tuple[bool, ...] | None = None
+        self._arity = len(params)
+        if simple:
+            declared = [signature.annotations[p.name] for p in params]
+            if all(d is None or d[1] == pytree.LEAF for d in declared):
+                self._annotated = tuple(d is not None for d in declared)
+
+    def key(self, args: Sequence[object]) -> Hashable | None:
+        """The call's key, or None when the call needs the general path."""
+        annotated = self._annotated
+        if annotated is None or len(args) != self._arity:
+            return None
+        key = []
+        for arg, is_annotated in zip(args, annotated):
+            kind = type(arg)
+            if kind is np.ndarray:
+                key.append(None if is_annotated else (arg.shape, arg.dtype))  # type: ignore[attr-defined]
+            elif kind in _SCALARS and not is_annotated:
+                key.append(kind)
+            else:
+                return None
+        return tuple(key)
+
+
+_SCALARS = (bool, int, float)

@@ -56,7 +56,18 @@ def _python_scalar_info(value: bool | int | float) -> PrimInfo:
     return PrimInfo(dtypes.weak_of(value).dtype, weak=True)
 
 
+_ARRAY_INFOS: dict[tuple, TensorInfo] = {}
+
+
 def _array_info(value: object, what: str) -> TensorInfo:
+    if type(value) is np.ndarray:  # the common case, cached: called on every call
+        key = (value.shape, value.dtype)
+        info = _ARRAY_INFOS.get(key)
+        if info is None:
+            if len(_ARRAY_INFOS) > 4096:
+                _ARRAY_INFOS.clear()
+            info = _ARRAY_INFOS[key] = TensorInfo(value.shape, dtypes.canonical(value.dtype))
+        return info
     try:
         shape = tuple(int(d) for d in value.shape)  # type: ignore[attr-defined]
     except TypeError:
@@ -77,9 +88,7 @@ def spec_of_argument(value: object, what: str) -> StructInfo:
         return _python_scalar_info(value)
     if is_array_like(value) and not isinstance(value, (*SPEC_TYPES, type)):
         return _array_info(value, what)
-    raise TypeError(
-        f"{what}: expected an array or a Python scalar, got {_describe(value)}"
-    )
+    raise TypeError(f"{what}: expected an array or a Python scalar, got {_describe(value)}")
 
 
 def spec_of_value(value: object, what: str) -> StructInfo:
@@ -215,5 +224,7 @@ def _same_bounds(a: arith.Sym, b: arith.Sym) -> bool:
 
 
 def _rebind(info: StructInfo, table: Mapping[str, arith.Sym]) -> StructInfo:
-    stale = {s.name: table[s.name] for s in free_symbols(info) if not _same_bounds(s, table[s.name])}
+    stale = {
+        s.name: table[s.name] for s in free_symbols(info) if not _same_bounds(s, table[s.name])
+    }
     return subs_info(info, stale) if stale else info

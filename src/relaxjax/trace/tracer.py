@@ -48,7 +48,8 @@ class Tracer:
 
     Supports ``+ - * / // % ** @`` (and their reflected forms), unary ``-``,
     comparisons, ``abs``, indexing, ``.shape`` (ints and symbolic dims),
-    ``.ndim``, ``.dtype``, ``.T`` and the array methods below. Its value is only
+    ``.ndim``, ``.dtype``, ``.T`` and the array methods below; ``.ir_var`` is the
+    graph variable and ``.info`` its struct info. Its value is only
     known at run time, so ``bool(x)``, ``int(x)`` or ``np.asarray(x)`` raise
     :class:`~relaxjax.errors.TraceError`.
     """
@@ -65,7 +66,7 @@ class Tracer:
     # -- what is known statically ----------------------------------------------------
 
     @property
-    def var(self) -> Var:
+    def ir_var(self) -> Var:
         """The graph variable bound to this value."""
         return self._var
 

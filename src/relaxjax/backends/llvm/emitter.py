@@ -235,8 +235,8 @@ class FunctionEmitter:
         failing.store(ir.Constant(I32, 1), self.status)
         failing.branch(exit_block)
         closing = ir.IRBuilder(exit_block)
-        free = declare_runtime(self.module, "free")
         for pointer in self._heap:
+            free = declare_runtime(self.module, "free")
             closing.call(free, [closing.bitcast(pointer, ir.IntType(8).as_pointer())])
         closing.ret_void()
         return self.function

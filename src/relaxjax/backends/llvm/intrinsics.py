@@ -5,8 +5,9 @@ function of the same name: ``llvm.exp.f32`` -> ``expf``), it is used so the
 optimiser knows its semantics; ``erf``, ``log1p`` and ``expm1`` have none and
 call libm (``erff``/``erf``) directly. Every one resolves in the JIT from the C
 library already loaded in the process (a test links each). ``fma`` is
-``a * b + c`` rounded twice, matching the reference interpreter (fused only under
-fast-math, as ``llvm.fmuladd``).
+``a * b + c`` computed in double and rounded once for narrower floats (as the
+reference interpreter does), unfused for double, and ``llvm.fmuladd`` under
+fast-math.
 
 float16 and bfloat16 compute in float32 and round the result, as numpy and
 ml_dtypes do.
@@ -20,7 +21,7 @@ from llvmlite import ir
 
 from ... import dtypes
 from ...errors import LoweringError
-from .numeric import F16, F32, F64, I1, round_to_dtype
+from .numeric import F16, F32, F64, I1, cast, round_to_dtype
 
 __all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "emit_math"]
 
@@ -114,12 +115,31 @@ def _check_arity(name: str, args: Sequence[ir.Value], arity: int) -> None:
 def _float_function(
     builder: ir.IRBuilder, name: str, args: Sequence[ir.Value], dtype: str, flags: tuple[str, ...]
 ) -> ir.Value:
+    if name == "fma":
+        _check_arity(name, args, 3)
+        return _fma(builder, args, dtype, flags)
     # float16 computes in float32 (bfloat16 registers are float32 already).
     wide = [builder.fpext(a, F32) if a.type == F16 else a for a in args]
     result = _float_in_register(builder, name, wide, flags)
     if args[0].type == F16:
         result = builder.fptrunc(result, F16)
     return round_to_dtype(builder, result, dtype)
+
+
+def _fma(
+    builder: ir.IRBuilder, args: Sequence[ir.Value], dtype: str, flags: tuple[str, ...]
+) -> ir.Value:
+    type_ = args[0].type
+    if "fast" in flags:
+        function = declare(builder.module, f"llvm.fmuladd.{_SUFFIX[type_]}", type_, [type_] * 3)
+        return round_to_dtype(builder, builder.call(function, list(args), fastmath=flags), dtype)
+    if type_ == F64:
+        return builder.fadd(builder.fmul(args[0], args[1]), args[2])
+    # Narrower floats: the product is exact in double, so the sum is rounded once to
+    # double and then to the dtype, as the reference interpreter computes it.
+    wide = [builder.fpext(a, F64) for a in args]
+    total = builder.fadd(builder.fmul(wide[0], wide[1]), wide[2])
+    return cast(builder, total, "float64", dtype)
 
 
 def _float_in_register(
@@ -136,12 +156,6 @@ def _float_in_register(
         negated = builder.fneg(args[0], flags=flags)
         denominator = builder.fadd(one, _float_in_register(builder, "exp", [negated], flags), flags)
         return builder.fdiv(one, denominator, flags=flags)
-    if name == "fma":
-        _check_arity(name, args, 3)
-        if "fast" in flags:
-            function = declare(builder.module, f"llvm.fmuladd.{_SUFFIX[type_]}", type_, [type_] * 3)
-            return builder.call(function, list(args), fastmath=flags)
-        return builder.fadd(builder.fmul(args[0], args[1], flags=flags), args[2], flags=flags)
     intrinsic, libm, arity = _FLOAT_TABLE[name]
     _check_arity(name, args, arity)
     if intrinsic is not None:

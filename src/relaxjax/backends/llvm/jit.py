@@ -23,7 +23,14 @@ import llvmlite.binding as llvm
 from ...errors import LoweringError
 from .target import Target, initialize_llvm, target_machine
 
-__all__ = ["LoadedLibrary", "compile_object", "load_object", "parse_and_verify"]
+__all__ = [
+    "LoadedLibrary",
+    "compile_assembly",
+    "compile_object",
+    "load_object",
+    "optimize",
+    "parse_and_verify",
+]
 
 
 def parse_and_verify(ir_text: str, what: str) -> llvm.ModuleRef:
@@ -41,8 +48,8 @@ def parse_and_verify(ir_text: str, what: str) -> llvm.ModuleRef:
     return module
 
 
-def compile_object(ir_text: str, target: Target, what: str) -> bytes:
-    """Optimise LLVM IR for ``target`` and return the ELF object code."""
+def optimize(ir_text: str, target: Target, what: str) -> llvm.ModuleRef:
+    """Parse, verify and optimise LLVM IR for ``target`` (O3, loop + SLP vectorisation)."""
     module = parse_and_verify(ir_text, what)
     machine = target_machine(target)
     module.triple = machine.triple
@@ -53,7 +60,17 @@ def compile_object(ir_text: str, target: Target, what: str) -> bytes:
         tuning.loop_vectorization = True
         passes = llvm.create_pass_builder(machine, tuning)
         passes.getModulePassManager().run(module, passes)
-    return machine.emit_object(module)
+    return module
+
+
+def compile_object(ir_text: str, target: Target, what: str) -> bytes:
+    """Optimise LLVM IR for ``target`` and return the ELF object code."""
+    return target_machine(target).emit_object(optimize(ir_text, target, what))
+
+
+def compile_assembly(ir_text: str, target: Target, what: str) -> str:
+    """Optimise LLVM IR for ``target`` and return the assembly text (for inspection)."""
+    return target_machine(target).emit_assembly(optimize(ir_text, target, what))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -99,7 +99,5 @@ def counted_loop(
     index.add_incoming(following, latch)
     if hints:
         module = builder.module
-        back_edge.set_metadata(
-            "llvm.loop", _LoopID(module, [_hint_node(module, h) for h in hints])
-        )
+        back_edge.set_metadata("llvm.loop", _LoopID(module, [_hint_node(module, h) for h in hints]))
     builder.position_at_end(exit_block)

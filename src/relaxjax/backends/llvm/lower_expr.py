@@ -138,7 +138,9 @@ def _lazy_select(
     return merged
 
 
-def emit_binary(emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+def emit_binary(
+    emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dtype: str
+) -> ir.Value:
     """``a op b`` for register values of operand dtype ``dtype``."""
     builder = emitter.builder
     if op == "and":
@@ -150,7 +152,9 @@ def emit_binary(emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dty
     return _integer_binary(builder, op, a, b, signed=not dtypes.is_unsigned(dtype))
 
 
-def _float_binary(emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+def _float_binary(
+    emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dtype: str
+) -> ir.Value:
     builder, flags = emitter.builder, emitter.flags
     if op in _FLOAT_PREDICATES:
         if op == "!=":
@@ -177,7 +181,9 @@ def _widen_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     return builder.fpext(value, F32) if value.type == F16 else value
 
 
-def _integer_binary(builder: ir.IRBuilder, op: str, a: ir.Value, b: ir.Value, signed: bool) -> ir.Value:
+def _integer_binary(
+    builder: ir.IRBuilder, op: str, a: ir.Value, b: ir.Value, signed: bool
+) -> ir.Value:
     if op in ("==", "!=", "<", "<=", ">", ">="):
         compare = builder.icmp_signed if signed else builder.icmp_unsigned
         return compare(op, a, b)

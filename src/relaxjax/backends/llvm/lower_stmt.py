@@ -58,10 +58,10 @@ def lower_for(emitter: FunctionEmitter, node: For) -> None:
     if node.kind == "parallel":
         emit_parallel_for(emitter, node)
         return
-    if node.kind == "unrolled" and isinstance(node.extent, int):
-        if node.extent <= emitter.context.target.max_unroll:
-            _emit_unrolled(emitter, node)
-            return
+    max_unroll = emitter.context.target.max_unroll
+    if node.kind == "unrolled" and isinstance(node.extent, int) and node.extent <= max_unroll:
+        _emit_unrolled(emitter, node)
+        return
     builder = emitter.builder
     symbols = emitter.scope.symbols
     start = emit_dim(builder, node.start, symbols)

@@ -24,7 +24,8 @@ plain truncation of the bits.
 Division and modulo follow numpy: integer ``//`` and ``%`` floor (Python
 semantics), division by zero gives 0 and ``INT_MIN // -1`` wraps (x86 ``idiv``
 would trap on both); float ``//`` and ``%`` follow ``npy_divmod``.
-Float-to-integer casts saturate (LLVM's ``fptosi`` would give poison out of range).
+Float-to-integer casts truncate toward zero; out of range (undefined in TIR) they
+saturate at 32/64 bits and wrap below that, like numpy on x86, never poison.
 """
 
 from __future__ import annotations
@@ -169,6 +170,8 @@ def _to_float(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) ->
         converted = builder.sitofp(value, target)
     elif value.type == target:
         converted = value
+    elif value.type == F64 and target == F16:
+        converted = builder.fptrunc(_to_float_rounding_to_odd(builder, value), F16)
     elif _FLOAT_BITS[value.type] > _FLOAT_BITS[target]:
         converted = builder.fptrunc(value, target)
     else:
@@ -176,13 +179,37 @@ def _to_float(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) ->
     return round_to_dtype(builder, converted, dest)
 
 
+def _to_float_rounding_to_odd(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """double -> float rounding to odd, so a second rounding to half is exact (RNE).
+
+    Rounding to odd (truncate, then set the last bit if anything was lost) into a
+    format with at least 2 more bits than the final one makes double rounding
+    correct; float has 24 bits, half 11. This avoids ``__truncdfhf2``, which the
+    process may not provide.
+    """
+    nearest = builder.fptrunc(value, F32)
+    exact = builder.fcmp_unordered("==", builder.fpext(nearest, F64), value)
+    bits = builder.bitcast(nearest, I32)
+    magnitude = _intrinsic(builder, "llvm.fabs.f64", F64, [F64])
+    overshoot = builder.fcmp_ordered(
+        ">",
+        builder.call(magnitude, [builder.fpext(nearest, F64)]),
+        builder.call(magnitude, [value]),
+    )
+    toward_zero = builder.select(overshoot, builder.sub(bits, ir.Constant(I32, 1)), bits)
+    odd = builder.bitcast(builder.or_(toward_zero, ir.Constant(I32, 1)), F32)
+    return builder.select(exact, nearest, odd)
+
+
 def _to_integer(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) -> ir.Value:
     target = register_type(dest)
     if dtypes.is_floating(source):
-        kind = "fptoui" if dtypes.is_unsigned(dest) else "fptosi"
-        name = f"llvm.{kind}.sat.i{target.width}.{_float_suffix(value.type)}"
-        function = _intrinsic(builder, name, target, [value.type])
-        return builder.call(function, [value])
+        # Like numpy on x86: narrow integers go through int32 (so out-of-range values wrap
+        # as numpy's do); the conversion itself saturates instead of giving poison.
+        wide = target if target.width >= 32 else I32
+        name = f"llvm.fptosi.sat.i{wide.width}.{_float_suffix(value.type)}"
+        converted = builder.call(_intrinsic(builder, name, wide, [value.type]), [value])
+        return converted if wide == target else builder.trunc(converted, target)
     width, new_width = value.type.width, target.width
     if new_width == width:
         return value

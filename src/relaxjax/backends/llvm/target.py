@@ -106,4 +106,3 @@ def target_machine(target: Target) -> llvm.TargetMachine:
         opt=target.opt_level,
         jit=True,
     )
-

@@ -1,0 +1,508 @@
+"""The jax.numpy-named wrappers of the reduction, linear-algebra, shape-manipulation and
+indexing ops (re-exported by :mod:`relaxjax.numpy`), and :func:`getitem`, which
+implements ``x[key]`` for traced tensors.
+
+Every wrapper normalises its Python-level arguments (axis tuples, negative axes
+when the rank is known, ``pad_width`` forms, ``axis=None`` flattening) into the op's
+attributes and records one op (or a short composition) through
+:func:`relaxjax.trace.emit`.
+
+>>> import relaxjax as relax, relaxjax.numpy as rnp
+>>> relax.eval_shape(lambda x: rnp.sum(x, axis=-1), relax.Tensor(("n", 4), "float32"))
+Tensor((n,), "float32")
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+
+import numpy as np
+
+from relaxjax import arith, dtypes
+from relaxjax.errors import ShapeError, TraceError
+from relaxjax.ir import PrimInfo, TensorInfo
+from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
+from relaxjax.ops.elementwise import AstypeAttrs
+from relaxjax.ops.index import StridedSliceAttrs, TakeAttrs
+from relaxjax.ops.linalg import EinsumAttrs
+from relaxjax.ops.manipulate import (
+    AxisAttrs,
+    BroadcastToAttrs,
+    ExpandDimsAttrs,
+    PadAttrs,
+    ReshapeAttrs,
+    SplitAttrs,
+    SqueezeAttrs,
+    SwapaxesAttrs,
+    TransposeAttrs,
+    TriangleAttrs,
+    swap_permutation,
+)
+from relaxjax.ops.reduction import (
+    AccumulateAttrs,
+    ArgReduceAttrs,
+    CumsumAttrs,
+    ReduceAttrs,
+    VarAttrs,
+    normalize_axes,
+)
+from relaxjax.trace import Tracer, emit
+
+__all__ = [
+    "argmax",
+    "argmin",
+    "broadcast_to",
+    "concatenate",
+    "cumsum",
+    "dot",
+    "einsum",
+    "expand_dims",
+    "getitem",
+    "matmul",
+    "max",
+    "mean",
+    "min",
+    "pad",
+    "prod",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "sum",
+    "swapaxes",
+    "take",
+    "transpose",
+    "tril",
+    "triu",
+    "var",
+]
+
+Dim = arith.Dim
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _rank(x: object) -> int | None:
+    """The rank of an operand, or None when it is not known at trace time."""
+    if isinstance(x, Tracer):
+        info = x.info
+        if isinstance(info, PrimInfo):
+            return 0
+        return info.ndim if isinstance(info, TensorInfo) else None
+    if isinstance(x, (bool, int, float, arith.Expr)):
+        return 0
+    return np.ndim(x)
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {value!r}")
+    return int(value)
+
+
+def _axis_tuple(op_name: str, axis: object, ndim: int | None) -> tuple[int, ...]:
+    """``axis`` (an int or a sequence of ints) as a tuple, normalised and sorted when the
+    rank is known."""
+    if isinstance(axis, Sequence) and not isinstance(axis, str):
+        axes = tuple(_int(a, f"{op_name} axis") for a in axis)
+    else:
+        axes = (_int(axis, f"{op_name} axis"),)
+    if ndim is None:
+        return axes
+    return tuple(sorted(normalize_axes(op_name, axes, ndim)))
+
+
+def _axes_or_none(op_name: str, axis: object, ndim: int | None) -> tuple[int, ...] | None:
+    return None if axis is None else _axis_tuple(op_name, axis, ndim)
+
+
+def _single_axis(op_name: str, axis: object, ndim: int | None) -> int | None:
+    if axis is None:
+        return None
+    (value,) = _axis_tuple(op_name, _int(axis, f"{op_name} axis"), ndim)
+    return value
+
+
+def _no_out(op_name: str, out: object) -> None:
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to {op_name} is not supported.")
+
+
+def _dtype(dtype: object) -> str | None:
+    return None if dtype is None else dtypes.canonical(dtype)
+
+
+def _dim(value: object, what: str) -> Dim:
+    if isinstance(value, arith.Expr):
+        return value
+    return _int(value, what)
+
+
+def _shape_arg(shape: object, what: str) -> tuple[Dim, ...]:
+    if isinstance(shape, (int, np.integer, arith.Expr)) and not isinstance(shape, bool):
+        return (_dim(shape, what),)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"{what} must be an int, a dim or a sequence of them, got {shape!r}")
+    return tuple(_dim(d, what) for d in shape)
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
+    """``jnp.sum``: bool and signed ints accumulate in int64 unless ``dtype`` is given."""
+    _no_out("jnp.sum", out)
+    attrs = AccumulateAttrs(_axes_or_none("sum", axis, _rank(a)), bool(keepdims), _dtype(dtype))
+    return emit("sum", (a,), attrs)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``jnp.prod``: bool and signed ints accumulate in int64 unless ``dtype`` is given."""
+    _no_out("jnp.prod", out)
+    attrs = AccumulateAttrs(_axes_or_none("prod", axis, _rank(a)), bool(keepdims), _dtype(dtype))
+    return emit("prod", (a,), attrs)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``jnp.mean``: int64 gives float64, other ints and bool float32."""
+    _no_out("jnp.mean", out)
+    attrs = AccumulateAttrs(_axes_or_none("mean", axis, _rank(a)), bool(keepdims), _dtype(dtype))
+    return emit("mean", (a,), attrs)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """``jnp.var``: the variance, divided by ``count - ddof`` (``correction`` is an alias)."""
+    _no_out("jnp.var", out)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    ddof = _int(ddof, "var ddof")
+    axes = _axes_or_none("var", axis, _rank(a))
+    return emit("var", (a,), VarAttrs(axes, bool(keepdims), _dtype(dtype), ddof))
+
+
+def max(a, axis=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
+    """``jnp.max``: the largest element over ``axis`` (empty axes are an error)."""
+    _no_out("jnp.max", out)
+    return emit("max", (a,), ReduceAttrs(_axes_or_none("max", axis, _rank(a)), bool(keepdims)))
+
+
+def min(a, axis=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
+    """``jnp.min``: the smallest element over ``axis`` (empty axes are an error)."""
+    _no_out("jnp.min", out)
+    return emit("min", (a,), ReduceAttrs(_axes_or_none("min", axis, _rank(a)), bool(keepdims)))
+
+
+def argmax(a, axis=None, out=None, keepdims=None):
+    """``jnp.argmax``: int64 indices (of the flattened array when ``axis`` is None)."""
+    _no_out("jnp.argmax", out)
+    attrs = ArgReduceAttrs(_single_axis("argmax", axis, _rank(a)), bool(keepdims))
+    return emit("argmax", (a,), attrs)
+
+
+def argmin(a, axis=None, out=None, keepdims=None):
+    """``jnp.argmin``: int64 indices (of the flattened array when ``axis`` is None)."""
+    _no_out("jnp.argmin", out)
+    attrs = ArgReduceAttrs(_single_axis("argmin", axis, _rank(a)), bool(keepdims))
+    return emit("argmin", (a,), attrs)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """``jnp.cumsum``: running sums along ``axis`` (of the flattened array when None)."""
+    _no_out("jnp.cumsum", out)
+    attrs = CumsumAttrs(_single_axis("cumsum", axis, _rank(a)), _dtype(dtype))
+    return emit("cumsum", (a,), attrs)
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+def matmul(a, b):
+    """``jnp.matmul`` (``a @ b``): batched matrix products, 1-D operands as vectors."""
+    return emit("matmul", (a, b))
+
+
+def dot(a, b):
+    """``jnp.dot``: contract the last axis of ``a`` with the second-to-last of ``b``."""
+    return emit("dot", (a, b))
+
+
+def einsum(subscripts, /, *operands):
+    """``jnp.einsum`` with numpy subscripts (``"ij,jk->ik"``, ``"...ij,...jk"``)."""
+    return emit("einsum", tuple(operands), EinsumAttrs(subscripts))
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def reshape(a, shape, order="C"):
+    """``jnp.reshape``: dims may be ints, symbolic dims and one ``-1``."""
+    if order != "C":
+        raise NotImplementedError(f"reshape: only order='C' is supported, got order={order!r}")
+    return emit("reshape", (a,), ReshapeAttrs(_shape_arg(shape, "reshape shape")))
+
+
+def transpose(a, axes=None):
+    """``jnp.transpose``: permute the axes (reverse them when ``axes`` is None)."""
+    if axes is not None:
+        axes = tuple(_int(x, "transpose axes") for x in axes)
+        ndim = _rank(a)
+        if ndim is not None and len(axes) == ndim:
+            axes = normalize_axes("transpose", axes, ndim)
+    return emit("transpose", (a,), TransposeAttrs(axes))
+
+
+def swapaxes(a, axis1, axis2):
+    """``jnp.swapaxes``: exchange two axes."""
+    axis1, axis2 = _int(axis1, "swapaxes axis1"), _int(axis2, "swapaxes axis2")
+    ndim = _rank(a)
+    if ndim is None:
+        return emit("swapaxes", (a,), SwapaxesAttrs(axis1, axis2))
+    perm = swap_permutation("swapaxes", axis1, axis2, ndim)
+    return emit("transpose", (a,), TransposeAttrs(perm))
+
+
+def expand_dims(a, axis):
+    """``jnp.expand_dims``: insert size-1 axes at ``axis`` (positions in the result)."""
+    ndim = _rank(a)
+    out_ndim = None if ndim is None else ndim + len(_axis_tuple("expand_dims", axis, None))
+    return emit("expand_dims", (a,), ExpandDimsAttrs(_axis_tuple("expand_dims", axis, out_ndim)))
+
+
+def squeeze(a, axis=None):
+    """``jnp.squeeze``: remove size-1 axes (all of them when ``axis`` is None)."""
+    return emit("squeeze", (a,), SqueezeAttrs(_axes_or_none("squeeze", axis, _rank(a))))
+
+
+def broadcast_to(array, shape):
+    """``jnp.broadcast_to``: repeat size-1 and missing leading axes to ``shape``."""
+    return emit("broadcast_to", (array,), BroadcastToAttrs(_shape_arg(shape, "broadcast_to shape")))
+
+
+def _arrays(op_name: str, arrays: object) -> tuple:
+    """The operands of concatenate/stack: a sequence, or an array split along axis 0."""
+    if isinstance(arrays, (Tracer, np.ndarray)):
+        if _rank(arrays) == 0:
+            raise ShapeError(f"{op_name}: expected a sequence of arrays, got a 0-d array")
+        return tuple(arrays)
+    if not isinstance(arrays, Sequence):
+        raise TypeError(f"{op_name}: expected a sequence of arrays, got {arrays!r}")
+    return tuple(arrays)
+
+
+def _astype(x, dtype):
+    return x if dtype is None else emit("astype", (x,), AstypeAttrs(dtypes.canonical(dtype)))
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """``jnp.concatenate``: join along an existing axis (``axis=None`` flattens first)."""
+    arrays = _arrays("concatenate", arrays)
+    if axis is None:
+        arrays = tuple(reshape(a, (-1,)) for a in arrays)
+        axis = 0
+    axis = _int(axis, "concatenate axis")
+    ndim = next((r for r in map(_rank, arrays) if r is not None), None)
+    if ndim:
+        axis = normalize_axes("concatenate", (axis,), ndim)[0]
+    return _astype(emit("concatenate", arrays, AxisAttrs(axis)), dtype)
+
+
+def stack(arrays, axis=0, out=None, dtype=None):
+    """``jnp.stack``: join arrays of one shape along a new axis."""
+    _no_out("jnp.stack", out)
+    arrays = _arrays("stack", arrays)
+    axis = _int(axis, "stack axis")
+    ndim = next((r for r in map(_rank, arrays) if r is not None), None)
+    if ndim is not None:
+        axis = normalize_axes("stack", (axis,), ndim + 1)[0]
+    return _astype(emit("stack", arrays, AxisAttrs(axis)), dtype)
+
+
+def split(ary, indices_or_sections, axis=0):
+    """``jnp.split``: a list of pieces, ``sections`` equal ones or cut at ``indices``."""
+    axis = _int(axis, "split axis")
+    ndim = _rank(ary)
+    if ndim is not None:
+        axis = normalize_axes("split", (axis,), ndim)[0]
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(
+        indices_or_sections, bool
+    ):
+        attrs = SplitAttrs(sections=int(indices_or_sections), axis=axis)
+    else:
+        indices = tuple(_dim(i, "split index") for i in indices_or_sections)
+        attrs = SplitAttrs(indices=indices, axis=axis)
+    return list(emit("split", (ary,), attrs))
+
+
+def tril(m, k=0):
+    """``jnp.tril``: keep the elements on and below diagonal ``k`` of the last two axes."""
+    return emit("tril", (m,), TriangleAttrs(_int(k, "tril k")))
+
+
+def triu(m, k=0):
+    """``jnp.triu``: keep the elements on and above diagonal ``k`` of the last two axes."""
+    return emit("triu", (m,), TriangleAttrs(_int(k, "triu k")))
+
+
+def _pad_pairs(pad_width: object, ndim: int | None) -> tuple[tuple[int, int], ...]:
+    """numpy's ``pad_width`` forms (``w``, ``(w,)``, ``(lo, hi)``, ``((lo, hi),)``, one pair
+    per axis) as one pair per axis, or one pair for every axis when the rank is unknown."""
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu":
+        raise TypeError(f"pad: pad_width must hold ints, got {pad_width!r}")
+    if widths.ndim == 0 or (widths.ndim == 1 and widths.size == 1):
+        widths = np.repeat(widths.reshape(1, 1), 2, axis=1)
+    elif widths.ndim == 1 and widths.size == 2:
+        widths = widths.reshape(1, 2)
+    elif widths.ndim == 2 and widths.shape[1] == 1:
+        widths = np.repeat(widths, 2, axis=1)
+    if widths.ndim != 2 or widths.shape[1] != 2:
+        raise ShapeError(f"pad: pad_width must be an int or (before, after) pairs, got {pad_width}")
+    if ndim is not None and len(widths) not in (1, ndim):
+        raise ShapeError(
+            f"pad: pad_width has {len(widths)} pairs for an array of rank {ndim} "
+            f"(expected 1 or {ndim})"
+        )
+    if ndim is not None:
+        widths = np.broadcast_to(widths, (ndim, 2))
+    return tuple((int(lo), int(hi)) for lo, hi in widths)
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """``jnp.pad`` in constant mode: ``constant_values`` must be a scalar."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+    value = kwargs.pop("constant_values", 0)
+    if kwargs:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(kwargs)}")
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise NotImplementedError(f"pad: constant_values must be a scalar, got {value!r}")
+    pairs = _pad_pairs(pad_width, _rank(array))
+    return emit("pad", (array,), PadAttrs(pairs, value))
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+def take(a, indices, axis=None, out=None, mode=None):
+    """``jnp.take``: gather along ``axis`` (of the flattened array when None).
+
+    ``mode`` is ``"fill"`` (the default: out-of-range indices give NaN or the dtype's
+    extreme), ``"clip"`` or ``"wrap"``.
+    """
+    _no_out("jnp.take", out)
+    mode = "fill" if mode is None else mode
+    if mode not in ("fill", "clip", "wrap"):
+        raise ValueError(f"take: invalid mode {mode!r} (expected 'fill', 'clip' or 'wrap')")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = _int(axis, "take axis")
+    ndim = _rank(a)
+    if ndim:
+        axis = normalize_axes("take", (axis,), ndim)[0]
+    return emit("take", (a, _index_array(indices)), TakeAttrs(axis, mode))
+
+
+def _index_array(indices: object) -> object:
+    if isinstance(indices, (Tracer, np.ndarray, bool, int, np.integer)):
+        return np.asarray(indices) if isinstance(indices, np.integer) else indices
+    return np.asarray(indices)
+
+
+def _is_array_index(entry: object) -> bool:
+    return isinstance(entry, (Tracer, np.ndarray, list))
+
+
+def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
+    consuming = builtins.sum(1 for e in key if e is not None and e is not Ellipsis)
+    if consuming > ndim:
+        raise ShapeError(
+            f"too many indices for array: array is {ndim}-dimensional, but {consuming} were indexed"
+        )
+    ellipses = [i for i, e in enumerate(key) if e is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    fill = (slice(None),) * (ndim - consuming)
+    if not ellipses:
+        return key + fill
+    at = ellipses[0]
+    return key[:at] + fill + key[at + 1 :]
+
+
+def _check_entry(entry: object) -> None:
+    if isinstance(entry, (bool, np.bool_)):
+        raise TypeError("boolean scalar indices are not supported")
+    if (isinstance(entry, Tracer) and entry.dtype == "bool") or (
+        isinstance(entry, np.ndarray) and entry.dtype == np.bool_
+    ):
+        raise TypeError("boolean mask indexing gives a data-dependent shape and is not supported")
+
+
+def _slice_bound(value: object, what: str) -> Dim | None:
+    if value is None:
+        return None
+    if isinstance(value, Tracer):
+        raise TypeError(f"slice {what} must be a static int or a symbolic dim, got a traced value")
+    return _dim(value, f"slice {what}")
+
+
+def _advanced(x, key: tuple):
+    """``x[..., indices, ...]`` with one integer array among full slices: a take."""
+    positions = [i for i, e in enumerate(key) if _is_array_index(e)]
+    others = [e for i, e in enumerate(key) if i not in positions]
+    full = all(isinstance(e, slice) and e == slice(None) for e in others)
+    if len(positions) != 1 or not full:
+        raise TraceError(
+            "only one integer array index among full slices (x[i], x[:, i]) is supported, "
+            f"got {key!r}"
+        )
+    (axis,) = positions
+    return emit("take", (x, _index_array(key[axis])), TakeAttrs(axis, "index"))
+
+
+def getitem(x, key):
+    """``x[key]`` with numpy basic indexing (ints, slices with int or symbolic bounds,
+    ``None``, ``...``) or one integer array along an axis (``x[i]``, ``x[:, i]``)."""
+    key = key if isinstance(key, tuple) else (key,)
+    for entry in key:
+        _check_entry(entry)
+    ndim = _rank(x)
+    if ndim is None:
+        raise TraceError("indexing needs the rank of the array; give it one with relax.match_cast")
+    key = _expand_ellipsis(key, ndim)
+    if any(_is_array_index(e) for e in key):
+        return _advanced(x, key)
+    axes, begin, end, step, drop, new_axes = [], [], [], [], [], []
+    axis = out_position = 0
+    for entry in key:
+        if entry is None:
+            new_axes.append(out_position)
+            out_position += 1
+            continue
+        if isinstance(entry, slice):
+            if entry != slice(None):
+                axes.append(axis)
+                begin.append(_slice_bound(entry.start, "start"))
+                end.append(_slice_bound(entry.stop, "stop"))
+                step.append(1 if entry.step is None else _slice_bound(entry.step, "step"))
+            out_position += 1
+        else:
+            index = _dim(entry, "an index")
+            axes.append(axis)
+            begin.append(index)
+            end.append(None if isinstance(index, int) and index == -1 else index + 1)
+            step.append(1)
+            drop.append(axis)
+        axis += 1
+    result = x
+    if axes:
+        attrs = StridedSliceAttrs(tuple(axes), tuple(begin), tuple(end), tuple(step), tuple(drop))
+        result = emit("strided_slice", (x,), attrs)
+    if new_axes:
+        result = emit("expand_dims", (result,), ExpandDimsAttrs(tuple(new_axes)))
+    return result

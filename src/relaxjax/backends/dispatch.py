@@ -1,0 +1,32 @@
+"""``build``: the public entry point that picks a backend by target."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..errors import LoweringError
+from ..tir.function import PrimFunc
+from . import llvm
+
+__all__ = ["build"]
+
+
+def build(
+    func_or_funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
+    target: str | llvm.Target = "llvm",
+    fast_math: bool = False,
+) -> llvm.CompiledKernel | dict[str, llvm.CompiledKernel]:
+    """Compile loop-level kernels for ``target`` into callable kernels.
+
+    ``target="llvm"`` (default, or an ``llvm.Target``): x86-64 machine code for the
+    host CPU, see :func:`relaxjax.backends.llvm.build`. ``target="cuda"`` is not
+    supported yet.
+
+    >>> kernel = build(func)                  # doctest: +SKIP
+    >>> y = kernel(x)                         # doctest: +SKIP
+    """
+    if isinstance(target, llvm.Target) or target == "llvm":
+        return llvm.build(func_or_funcs, target, fast_math)
+    if target == "cuda":
+        raise LoweringError("target 'cuda' is not yet supported by relaxjax.backends.build")
+    raise LoweringError(f"unknown target {target!r}; expected 'llvm' or 'cuda'")

@@ -1,0 +1,108 @@
+"""``build``: kernels to callable machine code, through the caches.
+
+Steps for a list of kernels (compiled together as one LLVM module, so one O3
+pipeline and one object serve them all):
+
+1. emit and verify the LLVM IR (:mod:`.codegen`);
+2. key = hash of that text and the target (:mod:`.cache`);
+3. a library with this key already loaded in the process is reused
+   (``memory_hits``); else the object is read from the disk cache (``hits``) or
+   compiled at O3 (``compiles``) and stored;
+4. the object is linked into the process (:mod:`.jit`) and each kernel wrapped
+   in a :class:`~.kernel.CompiledKernel`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+from ...errors import LoweringError
+from ...tir.function import PrimFunc
+from .cache import cache_key, count, read_entry, write_entry
+from .codegen import emit_module
+from .gomp import ensure_libgomp
+from .jit import LoadedLibrary, compile_object, load_object
+from .kernel import CompiledKernel
+from .target import Target, host_target
+
+__all__ = ["build", "build_kernels"]
+
+_loaded: dict[str, LoadedLibrary] = {}
+_loaded_lock = threading.Lock()
+
+
+def build(
+    func_or_funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
+    target: str | Target = "llvm",
+    fast_math: bool = False,
+) -> CompiledKernel | dict[str, CompiledKernel]:
+    """Compile kernels to x86-64 machine code and load them into this process.
+
+    Args:
+        func_or_funcs: one ``tir.PrimFunc``, or several (a sequence, or a mapping
+            whose values are the kernels) compiled as one LLVM module.
+        target: ``"llvm"`` (the host CPU) or a :class:`Target`.
+        fast_math: allow LLVM to reassociate and contract float math (vectorises float
+            reductions; results may differ in the last bits). Default: IEEE semantics.
+
+    Returns:
+        A :class:`CompiledKernel` for one PrimFunc, else a dict kernel name -> kernel.
+
+    Raises:
+        LoweringError: the target is not a CPU target, or a kernel cannot be lowered.
+    """
+    resolved = _resolve_target(target)
+    if isinstance(func_or_funcs, PrimFunc):
+        return build_kernels([func_or_funcs], resolved, fast_math)[func_or_funcs.name]
+    funcs = list(func_or_funcs.values() if isinstance(func_or_funcs, Mapping) else func_or_funcs)
+    for func in funcs:
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"build expects tir.PrimFunc kernels, given {type(func).__name__}")
+    return build_kernels(funcs, resolved, fast_math)
+
+
+def _resolve_target(target: str | Target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if target == "llvm":
+        return host_target()
+    raise LoweringError(f"the llvm backend builds for target 'llvm' or a Target, given {target!r}")
+
+
+def build_kernels(
+    funcs: Sequence[PrimFunc], target: Target, fast_math: bool = False
+) -> dict[str, CompiledKernel]:
+    """Compile ``funcs`` together for ``target``; a dict kernel name -> CompiledKernel."""
+    if not funcs:
+        return {}
+    emitted = emit_module(funcs, target, fast_math)
+    if emitted.uses_parallel:
+        ensure_libgomp()
+    key = cache_key(emitted.ir_text, target.cache_identity())
+    library = _load(key, emitted.ir_text, tuple(emitted.symbols.values()), target)
+    return {
+        func.name: CompiledKernel(
+            func,
+            emitted.symbols[func.name],
+            library.addresses[emitted.symbols[func.name]],
+            library,
+        )
+        for func in funcs
+    }
+
+
+def _load(key: str, ir_text: str, symbols: tuple[str, ...], target: Target) -> LoadedLibrary:
+    with _loaded_lock:
+        library = _loaded.get(key)
+        if library is not None:
+            count(memory_hits=1)
+            return library
+        obj = read_entry(key)
+        if obj is None:
+            obj = compile_object(ir_text, target, ", ".join(symbols))
+            count(compiles=1)
+            write_entry(key, obj)
+        library = load_object(obj, symbols, target)
+        _loaded[key] = library
+        return library

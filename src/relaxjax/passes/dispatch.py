@@ -1,0 +1,102 @@
+"""Library dispatch: op calls a tuned library does best become ``call_extern``.
+
+Dense matrix products reach BLAS speed on CPU through a library call; this pass
+makes that choice visible in the IR. A ``matmul`` of two float32 (or two float64)
+tensors whose result shape is known becomes::
+
+    lv0: Tensor((n, 4096), "float32") = call_extern(extern("numpy.matmul"), (x, w1), out_info=...)
+
+keeping the call's run-time ``checks``, and the module declares the function
+(``numpy_matmul = extern_decl("numpy.matmul")``). The runtime calls
+``numpy.matmul(a, b, out=c)`` (multi-threaded BLAS, jnp.matmul semantics). Every other
+op call is left for :func:`~relaxjax.passes.legalize`. Run this pass before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from relaxjax.ir import (
+    Binding,
+    Call,
+    Constant,
+    Expr,
+    ExternDecl,
+    ExternFunc,
+    Function,
+    IRModule,
+    TensorInfo,
+    Var,
+    call_extern,
+)
+from relaxjax.passes.legalize import is_op_call, known_shape
+from relaxjax.passes.walk import rebuild_function
+
+__all__ = ["LIBRARY_CALLS", "LibraryCall", "dispatch_library"]
+
+
+def _float_tensors(args: tuple[Expr, ...]) -> bool:
+    """Two tensors of one float dtype BLAS handles (float32 or float64)."""
+    if len(args) != 2 or not all(isinstance(a, (Var, Constant)) for a in args):
+        return False
+    infos = [a.info for a in args]
+    if not all(isinstance(i, TensorInfo) and i.ndim is not None and i.ndim >= 1 for i in infos):
+        return False
+    return infos[0].dtype == infos[1].dtype and infos[0].dtype in ("float32", "float64")
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryCall:
+    """An op a library function implements, when ``applies(call)`` holds."""
+
+    op_name: str
+    symbol: str
+    decl_name: str
+    applies: Callable[[Call], bool]
+
+
+#: The dispatch table: op name -> library function.
+LIBRARY_CALLS: dict[str, LibraryCall] = {
+    "matmul": LibraryCall(
+        "matmul", "numpy.matmul", "numpy_matmul", lambda call: _float_tensors(call.args)
+    ),
+}
+
+
+def _dispatch(binding: Binding, used: dict[str, LibraryCall]) -> Binding:
+    call = binding.value
+    if not isinstance(call, Call) or not is_op_call(call) or call.info is None:
+        return binding
+    library = LIBRARY_CALLS.get(call.op.name)  # type: ignore[union-attr]
+    if library is None or not known_shape(call.info) or not library.applies(call):
+        return binding
+    used[library.decl_name] = library
+    extern = call_extern(ExternFunc(library.symbol), call.args, call.info)
+    value = Call(extern.op, extern.args, extern.attrs, extern.info, call.checks)
+    return Binding(binding.var, value, binding.location)
+
+
+def dispatch_library(mod: IRModule) -> IRModule:
+    """``mod`` with every op call in :data:`LIBRARY_CALLS` turned into a ``call_extern``."""
+    used: dict[str, LibraryCall] = {}
+    items: dict[str, object] = {}
+    for name, item in mod.functions.items():
+        if isinstance(item, Function):
+            blocks = [
+                [_dispatch(b, used) if isinstance(b, Binding) else b for b in block.bindings]
+                for block in item.body.blocks
+            ]
+            changed = any(
+                new is not old
+                for new_block, block in zip(blocks, item.body.blocks)
+                for new, old in zip(new_block, block.bindings)
+            )
+            item = rebuild_function(item, blocks) if changed else item
+        items[name] = item
+    if not used:
+        return mod
+    for decl_name, library in used.items():
+        if decl_name not in items:
+            items[decl_name] = ExternDecl(decl_name, library.symbol)
+    return IRModule(items)

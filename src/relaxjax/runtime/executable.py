@@ -1,0 +1,140 @@
+"""The executable: a graph function compiled once for every value of its symbols.
+
+``build_executable(mod, target)`` legalises the module if it still calls ops
+(``passes.default_pipeline``), compiles every kernel the entry function calls in
+one go (``backends.build``), and writes the function's executable
+(:mod:`relaxjax.runtime.program`). Calling it with the flat arguments, in
+parameter order, returns the flat outputs as a tuple of numpy arrays::
+
+    >>> exe = build_executable(mlp.lower())             # doctest: +SKIP
+    >>> (y,) = exe(x, w1, w2)                            # doctest: +SKIP
+
+Bad arguments raise ``ShapeError`` / ``TypeError`` before any kernel runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from relaxjax import backends
+from relaxjax.errors import LoweringError
+from relaxjax.ir import Function, IRModule
+from relaxjax.passes import default_pipeline, is_op_call
+from relaxjax.passes.walk import called_kernels
+from relaxjax.runtime.program import KernelHandle, write_program
+
+__all__ = ["Executable", "build_executable", "entry_function"]
+
+TARGETS = ("llvm",)
+
+
+class Executable:
+    """A compiled graph function; ``exe(*flat_args)`` returns a tuple of numpy arrays.
+
+    ``module`` is the legalised module it was built from, ``function`` the entry
+    function, ``source`` the generated Python of the call path (for debugging).
+    """
+
+    __slots__ = ("module", "function", "compiled", "_run")
+
+    def __init__(
+        self,
+        module: IRModule,
+        function: Function,
+        compiled: Mapping[str, object],
+        run: Callable[..., tuple],
+    ) -> None:
+        self.module = module
+        self.function = function
+        self.compiled = dict(compiled)
+        self._run = run
+
+    def __call__(self, *args: object) -> tuple:
+        return self._run(*args)
+
+    @classmethod
+    def create(
+        cls,
+        module: IRModule,
+        function: Function,
+        compiled: Mapping[str, object],
+        run: Callable[..., tuple],
+    ) -> Executable:
+        """An executable whose ``__call__`` *is* ``run``: calling it costs no extra frame."""
+        fast = type(cls.__name__, (cls,), {"__slots__": (), "__call__": staticmethod(run)})
+        fast.__qualname__ = cls.__qualname__
+        fast.__module__ = cls.__module__
+        return fast(module, function, compiled, run)
+
+    @property
+    def source(self) -> str:
+        """The generated Python source of the call path."""
+        return self._run.__source__  # type: ignore[attr-defined]
+
+    @property
+    def run(self) -> Callable[..., tuple]:
+        """The generated function itself (what ``__call__`` calls)."""
+        return self._run
+
+    def __repr__(self) -> str:
+        params = ", ".join(p.name_hint for p in self.function.params)
+        return f"<Executable {self.function.name}({params}): {len(self.compiled)} kernel(s)>"
+
+
+def entry_function(mod: IRModule, entry: str | None = None) -> Function:
+    """The graph function to run: ``entry``, else the only one, else ``main``."""
+    functions = mod.graph_functions()
+    if entry is not None:
+        if entry not in functions:
+            known = ", ".join(functions) or "none"
+            raise LoweringError(f"no graph function named {entry!r} (the module has: {known})")
+        return functions[entry]
+    if len(functions) == 1:
+        return next(iter(functions.values()))
+    if "main" in functions:
+        return functions["main"]
+    known = ", ".join(functions) or "none"
+    raise LoweringError(f"which graph function is the entry? the module has: {known}")
+
+
+def _needs_legalisation(mod: IRModule) -> bool:
+    return any(
+        is_op_call(binding.value)
+        for function in mod.graph_functions().values()
+        for block in function.body.blocks
+        for binding in block.bindings
+    )
+
+
+def _compile(kernels: Mapping[str, object], target: str) -> dict[str, object]:
+    if not kernels:
+        return {}
+    built = backends.build(dict(kernels), target=target)
+    if not isinstance(built, Mapping):  # a single kernel comes back on its own
+        built = {next(iter(kernels)): built}
+    return dict(built)
+
+
+def build_executable(mod: IRModule, target: str = "llvm", entry: str | None = None) -> Executable:
+    """Compile ``mod``'s entry function for ``target`` (see the module doc).
+
+    Raises:
+        LoweringError: the target is not supported, an op cannot be lowered, or the
+            module is not something the runtime can run.
+    """
+    if target not in TARGETS:
+        raise LoweringError(
+            f"the runtime supports target(s) {', '.join(TARGETS)}, got {target!r}"
+        )
+    if _needs_legalisation(mod):
+        mod = default_pipeline(target)(mod)
+    function = entry_function(mod, entry)
+    names = dict.fromkeys(called_kernels(function))
+    kernels = {name: mod[name] for name in names}
+    compiled = _compile(kernels, target)
+    handles = {
+        name: KernelHandle(kernels[name], int(compiled[name].address))  # type: ignore[attr-defined]
+        for name in kernels
+    }
+    run = write_program(function, handles)
+    return Executable.create(mod, function, compiled, run)

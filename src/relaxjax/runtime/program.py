@@ -1,0 +1,559 @@
+"""From a legalised graph function to the generated Python of its executable.
+
+The generated function has four phases, in this order:
+
+1. **arguments** — coerce, check and bind symbols (:mod:`relaxjax.runtime.arguments`);
+2. **shapes** — the run-time ``checks`` deduction recorded, ``match_cast``s (checking
+   and binding new symbols) and the concrete shapes of coarse results (through the
+   op's own ``infer`` on concrete shapes); every error is raised here, before any
+   kernel has run;
+3. **memory** — the returned tensors as numpy arrays, every temporary in one arena
+   (:mod:`relaxjax.runtime.memory`);
+4. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
+   with the kernel's symbol values read from its buffers' dims.
+
+Shape arithmetic is Python source produced by ``arith.to_python`` over the locals
+holding the symbols, so a call performs no IR walks and no lookups.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from relaxjax import arith, dtypes, ops
+from relaxjax.arith import Dim, Sym
+from relaxjax.errors import LoweringError, ShapeError, SourceLocation
+from relaxjax.ir import (
+    CALL_TIR,
+    Binding,
+    Call,
+    Check,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    InferContext,
+    MatchCast,
+    PrimInfo,
+    PrimValue,
+    ShapeExpr,
+    ShapeInfo,
+    StructInfo,
+    TensorInfo,
+    Tuple,
+    TupleGetItem,
+    TupleInfo,
+    Var,
+    subs_info,
+)
+from relaxjax.passes.legalize import LegalizedAttrs
+from relaxjax.runtime import messages
+from relaxjax.runtime.arguments import emit_arguments
+from relaxjax.runtime.env import SymbolTable
+from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
+from relaxjax.runtime.memory import ALIGNMENT, Request, plan_memory
+from relaxjax.runtime.source import SourceWriter
+from relaxjax.runtime.values import Storage, Value
+
+__all__ = ["KernelHandle", "ProgramWriter", "write_program"]
+
+@dataclass(frozen=True, slots=True)
+class KernelHandle:
+    """A compiled kernel as the program needs it: the PrimFunc and its entry address."""
+
+    func: object
+    address: int
+
+
+@dataclass(slots=True)
+class _Launch:
+    """One kernel call: its buffers (inputs then outputs) and symbol value sources."""
+
+    kernel: str
+    buffers: list[Value]
+    symbols: list[str]
+    where: str
+
+
+def _check_condition(check: Check, code: Callable[[Dim], str]) -> str:
+    """Python source that is true when ``check`` FAILS."""
+    args = [f"({code(a)})" for a in check.args]
+    if check.kind == "nonneg":
+        return f"{args[0]} < 0"
+    a, b = args
+    if check.kind == "eq":
+        return f"{a} != {b}"
+    if check.kind == "le":
+        return f"{a} > {b}"
+    if check.kind == "broadcast":
+        return f"not ({a} == {b} or {a} == 1 or {b} == 1)"
+    return f"({b} != 0 if {a} == 0 else {b} % {a} != 0)"
+
+
+def _tensor_leaves(info: StructInfo, where: str) -> list[TensorInfo]:
+    if isinstance(info, TensorInfo):
+        return [info]
+    if isinstance(info, TupleInfo):
+        return [leaf for field in info.fields for leaf in _tensor_leaves(field, where)]
+    raise LoweringError(f"{where}: a kernel can only produce tensors, not {info!r}")
+
+
+def _flat_values(bound: object) -> list[Value]:
+    if isinstance(bound, Value):
+        return [bound]
+    return [v for item in bound for v in _flat_values(item)]  # type: ignore[union-attr]
+
+
+class ProgramWriter:
+    """Writes the executable of one legalised graph function (see the module doc)."""
+
+    def __init__(self, function: Function, kernels: Mapping[str, KernelHandle]) -> None:
+        self.function = function
+        self.kernels = kernels
+        self.writer = SourceWriter()
+        self.symbols = SymbolTable()
+        self.values: dict[Var, object] = {}
+        self.launches: list[_Launch] = []
+        self.storages: list[Storage] = []
+        self.storage_values: dict[Storage, Value] = {}
+        self.by_object = object_args_supported()
+        self._empty = self.writer.constant(np.empty, "empty")
+
+    # -- the whole program -------------------------------------------------------------------
+
+    def write(self) -> Callable[..., tuple]:
+        """Generate and compile the executable's function."""
+        params = [f"a{i}" for i in range(len(self.function.params))]
+        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
+        for param, value in zip(self.function.params, values):
+            self.values[param] = value
+        for block in self.function.body.blocks:
+            for binding in block.bindings:
+                self._binding(binding)
+        outputs = self._outputs(self.function.body.body)
+        self._allocate(outputs)
+        for index, launch in enumerate(self.launches):
+            self._emit_launch(index, launch)
+        self._emit_return(outputs)
+        return self.writer.compile(f"run_{self.function.name}", params)
+
+    # -- phase 2: bindings -------------------------------------------------------------------
+
+    def _binding(self, binding: Binding | MatchCast) -> None:
+        where = f"function {self.function.name}, binding {binding.var.name_hint}"
+        if isinstance(binding, MatchCast):
+            self.values[binding.var] = self._match_cast(binding, where)
+            return
+        value = binding.value
+        if isinstance(value, Call):
+            if value.op is not CALL_TIR:
+                raise LoweringError(
+                    f"{where}: the runtime runs only call_tir calls, got {value.op_name}; "
+                    "legalise the module first (relaxjax.passes.default_pipeline)"
+                )
+            self.values[binding.var] = self._call_tir(value, binding, where)
+        else:
+            self.values[binding.var] = self._operand(value, where)
+
+    def _operand(self, expr: Expr, where: str) -> object:
+        if isinstance(expr, Var):
+            if expr not in self.values:
+                raise LoweringError(f"{where}: {expr.name_hint} is used before it is bound")
+            return self.values[expr]
+        if isinstance(expr, Tuple):
+            return tuple(self._operand(f, where) for f in expr.fields)
+        if isinstance(expr, TupleGetItem):
+            return self._operand(expr.tuple_value, where)[expr.index]  # type: ignore[index]
+        if isinstance(expr, Constant):
+            return self._constant(np.array(expr.data, order="C"), expr.info)  # keeps 0-d
+        if isinstance(expr, PrimValue):
+            return self._prim_value(expr, where)
+        raise LoweringError(f"{where}: the runtime cannot evaluate {expr!r}")
+
+    def _new_storage(self, kind: str) -> Storage:
+        storage = Storage(kind, len(self.storages))
+        self.storages.append(storage)
+        return storage
+
+    def _constant(self, array: np.ndarray, info: TensorInfo) -> Value:
+        name = self.writer.constant(array, "const")
+        shape = tuple(str(d) for d in array.shape)
+        return Value(info, shape, name, True, self._new_storage("constant"))
+
+    def _prim_value(self, prim: PrimValue, where: str) -> Value:
+        info = TensorInfo((), prim.dtype)
+        if not isinstance(prim.value, arith.Expr):
+            return self._constant(np.asarray(prim.value, dtypes.to_numpy(prim.dtype)), info)
+        dtype = self.writer.constant(dtypes.to_numpy(prim.dtype), prim.dtype)
+        array = self.writer.constant(np.asarray, "asarray")
+        local = self.writer.fresh("q")
+        self.writer.line(f"{local} = {array}({self.symbols.code(prim.value, where)}, {dtype})")
+        return Value(info, (), local, True, self._new_storage("scalar"))
+
+    def _call_tir(self, call: Call, binding: Binding, where: str) -> object:
+        kernel_ref = call.args[0]
+        if not isinstance(kernel_ref, GlobalVar) or kernel_ref.name not in self.kernels:
+            raise LoweringError(f"{where}: call_tir of an unknown kernel {kernel_ref!r}")
+        inputs = _flat_values(self._operand(call.args[1], where))
+        self._emit_checks(call.checks, binding.location)
+        out_info = call.info
+        assert out_info is not None
+        leaves = _tensor_leaves(out_info, where)
+        if all(leaf.shape is not None for leaf in leaves):
+            shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
+        else:
+            shapes = self._infer_shapes(call, inputs, leaves, binding.location, where)
+        outputs = []
+        for leaf, shape in zip(leaves, shapes):
+            storage = self._new_storage("kernel")
+            value = Value(leaf, shape, f"r{storage.index}", True, storage)
+            self.storage_values[storage] = value
+            outputs.append(value)
+        tir_vars = call.args[2] if len(call.args) > 2 else None
+        self._add_launch(kernel_ref.name, inputs + outputs, tir_vars, where)
+        if isinstance(out_info, TensorInfo):
+            return outputs[0]
+        return _restructure(out_info, iter(outputs))
+
+    def _emit_checks(self, checks: Sequence[Check], location: SourceLocation | None) -> None:
+        names = self.symbols.names()
+        sites = {name: self.symbols.site(name) for name in names}
+        for check in checks:
+            helper = self.writer.constant(_check_error(check, names, sites, location), "check")
+            condition = _check_condition(check, lambda d: self.symbols.code(d, "a check"))
+            self.writer.line(f"if {condition}:")
+            self.writer.line(f"raise {helper}({self.symbols.env_code()})", 2)
+
+    def _infer_shapes(
+        self,
+        call: Call,
+        inputs: Sequence[Value],
+        leaves: Sequence[TensorInfo],
+        location: SourceLocation | None,
+        where: str,
+    ) -> list[tuple[str, ...]]:
+        attrs = call.attrs
+        if not isinstance(attrs, LegalizedAttrs) or not attrs.op_name:
+            raise LoweringError(
+                f"{where}: the result's shape {call.info!r} is only known at run time, but the "
+                "call_tir does not name the op whose shape rule computes it"
+            )
+        tensors = _original_tensors(attrs.arg_infos, inputs, where)
+        names = self.symbols.names()
+        infer = _concrete_infer(attrs, names, len(leaves), location)
+        helper = self.writer.constant(infer, "infer")
+        local = self.writer.fresh("h")
+        shapes = "".join(f"{v.shape_code}, " for v in tensors)
+        self.writer.line(f"{local} = {helper}({self.symbols.env_code()}, ({shapes}))")
+        result = []
+        for index, leaf in enumerate(leaves):
+            if leaf.ndim is None:
+                raise LoweringError(f"{where}: a kernel output of unknown rank: {leaf!r}")
+            result.append(tuple(f"{local}[{index}][{axis}]" for axis in range(leaf.ndim)))
+        return result
+
+    def _match_cast(self, binding: MatchCast, where: str) -> object:
+        value = self._operand(binding.value, where)
+        info = binding.info
+        origin = f"match_cast at {binding.location}" if binding.location else "match_cast"
+        if isinstance(info, PrimInfo) and isinstance(value, Value) and value.info.ndim == 0:
+            return self._match_scalar(value, info, origin)
+        if not isinstance(info, TensorInfo) or not isinstance(value, Value):
+            raise LoweringError(f"{where}: the runtime supports match_cast of tensors only")
+        if info.ndim is not None and info.ndim != len(value.shape):
+            raise LoweringError(f"{where}: match_cast of a rank-{len(value.shape)} value to {info!r}")
+        if info.shape is None:
+            return value.with_shape(info, value.shape)
+        shape: list[str] = []
+        checks: list[tuple[int, Dim]] = []
+        for axis, dim in enumerate(info.shape):
+            if isinstance(dim, Sym) and dim not in self.symbols:
+                local = self.symbols.bind(dim, f"{origin} axis {axis}")
+                self.writer.line(f"{local} = {value.shape[axis]}")
+                self._emit_bound_check(dim, local, f"{origin} axis {axis}")
+            else:
+                checks.append((axis, dim))
+        for axis, dim in checks:
+            self._emit_match_check(value.shape[axis], dim, origin, axis, binding.location)
+        shape = [self.symbols.code(d, where) for d in info.shape]
+        return value.with_shape(info, tuple(shape))
+
+    def _match_scalar(self, value: Value, info: PrimInfo, origin: str) -> Value:
+        if isinstance(info.value, Sym) and info.value not in self.symbols:
+            local = self.symbols.bind(info.value, origin)
+            self.writer.line(f"{local} = int({value.ref})")
+        elif info.value is not None:
+            self._emit_match_check(f"int({value.ref})", info.value, origin, None, None)
+        return value
+
+    def _emit_bound_check(self, symbol: Sym, local: str, where: str) -> None:
+        conditions = []
+        if symbol.lower is not None and symbol.lower > 0:
+            conditions.append(f"{local} < {symbol.lower}")
+        if symbol.upper is not None:
+            conditions.append(f"{local} > {symbol.upper}")
+        if conditions:
+            helper = self.writer.constant(
+                lambda got: messages.symbol_out_of_range(symbol, got, where), "range"
+            )
+            self.writer.line(f"if {' or '.join(conditions)}:")
+            self.writer.line(f"raise {helper}({local})", 2)
+
+    def _emit_match_check(
+        self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
+    ) -> None:
+        names = self.symbols.names()
+        sites = {name: self.symbols.site(name) for name in names}
+
+        def mismatch(value: int, env_values: tuple) -> ShapeError:
+            env = dict(zip(names, env_values))
+            error = messages.dim_mismatch(origin, axis or 0, dim, value, env, sites)
+            text = error.message if axis is not None else error.message.replace(" axis 0", "", 1)
+            return ShapeError(text, location=location)
+
+        helper = self.writer.constant(mismatch, "mismatch")
+        self.writer.line(f"if {got} != {self.symbols.code(dim, origin)}:")
+        self.writer.line(f"raise {helper}({got}, {self.symbols.env_code()})", 2)
+
+    def _add_launch(
+        self, name: str, buffers: list[Value], tir_vars: Expr | None, where: str
+    ) -> None:
+        kernel = self.kernels[name].func
+        params = kernel.params  # type: ignore[attr-defined]
+        if len(params) != len(buffers):
+            raise LoweringError(
+                f"{where}: kernel {name} takes {len(params)} buffers, the call passes "
+                f"{len(buffers)}"
+            )
+        for buffer, value in zip(params, buffers):
+            _check_buffer(name, buffer, value, where)
+        scalar_values = tir_vars.values if isinstance(tir_vars, ShapeExpr) else ()
+        symbols = []
+        for source in kernel.symbol_sources():  # type: ignore[attr-defined]
+            if source.scalar is not None:
+                if source.scalar >= len(scalar_values):
+                    raise LoweringError(
+                        f"{where}: kernel {name} needs scalar {source.sym.name}, "
+                        "but the call passes no value for it"
+                    )
+                symbols.append(self.symbols.code(scalar_values[source.scalar], where))
+            else:
+                symbols.append(buffers[source.param].shape[source.axis])
+        self.launches.append(_Launch(name, buffers, symbols, where))
+
+    # -- phase 3: memory ---------------------------------------------------------------------
+
+    def _outputs(self, body: Expr) -> list[Value]:
+        return _flat_values(self._operand(body, f"function {self.function.name}, return"))
+
+    def _allocate(self, outputs: Sequence[Value]) -> None:
+        returned = {v.storage for v in outputs}
+        temps: list[Value] = []
+        for storage in self.storages:
+            value = self.storage_values.get(storage)
+            if value is None:
+                continue
+            if storage in returned:
+                dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+                self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
+            else:
+                temps.append(value)
+        if temps:
+            self._allocate_arena(temps)
+
+    def _temp_request(self, value: Value) -> Request:
+        """The temporary's size and lifetime: from the launch that writes it (the first
+        to use it) to the last launch that reads it."""
+        used = [
+            i
+            for i, launch in enumerate(self.launches)
+            if any(b.storage is value.storage for b in launch.buffers)
+        ]
+        nbytes = None
+        if value.info.shape is not None:
+            nbytes = math.prod(value.info.shape, start=1) * dtypes.itemsize(value.info.dtype)
+        return Request(nbytes, min(used), max(used))
+
+    def _allocate_arena(self, temps: Sequence[Value]) -> None:
+        requests = [self._temp_request(v) for v in temps]
+        plan = plan_memory(requests)
+        code = lambda d: self.symbols.code(d, "the memory plan")  # noqa: E731
+        total = code(plan.symbolic_bytes)
+        runtime_offsets: dict[int, str] = {}
+        for index, (value, request) in enumerate(zip(temps, requests)):
+            slot = plan.slot_of[index]
+            if plan.slot_sizes[slot] is None:
+                local = self.writer.fresh("z")
+                itemsize = dtypes.itemsize(value.info.dtype)
+                size = " * ".join([*value.shape, str(itemsize)])
+                self.writer.line(f"{local} = {total}")
+                total = f"{local} + ({size} + {ALIGNMENT - 1}) // {ALIGNMENT} * {ALIGNMENT}"
+                runtime_offsets[slot] = local
+        u8 = self.writer.constant(np.dtype(np.uint8), "u8")
+        pointer = self.writer.constant(data_pointer, "data_pointer")
+        self.writer.line(f"arena = {self._empty}({total} + {ALIGNMENT}, {u8})")
+        self.writer.line(f"base = ({pointer}(arena) + {ALIGNMENT - 1}) & -{ALIGNMENT}")
+        for index, value in enumerate(temps):
+            slot = plan.slot_of[index]
+            offset = runtime_offsets.get(slot) or code(plan.offsets[slot])
+            self.writer.line(f"{value.ref} = base + {offset}")
+            self.storage_values[value.storage] = Value(
+                value.info, value.shape, value.ref, False, value.storage
+            )
+
+    # -- phase 4: kernels --------------------------------------------------------------------
+
+    def _emit_launch(self, index: int, launch: _Launch) -> None:
+        handle = self.kernels[launch.kernel]
+        refs, signature = [], []
+        for value in launch.buffers:
+            current = self.storage_values.get(value.storage, value)
+            if current.by_object and self.by_object:
+                refs.append(current.ref)
+                signature.append("o")
+            elif current.by_object:
+                pointer = self.writer.constant(data_pointer, "data_pointer")
+                refs.append(f"{pointer}({current.ref})")
+                signature.append("p")
+            else:
+                refs.append(current.ref)
+                signature.append("p")
+        launcher = Launcher(launch.kernel, handle.address, "".join(signature), len(launch.symbols))
+        call = self.writer.constant(launcher.call, f"k_{launch.kernel}")
+        where = launch.where
+
+        def failed(status: int) -> Exception:
+            if status == 1:  # the kernel ABI's "a temporary could not be allocated"
+                return MemoryError(f"{where}: kernel {launch.kernel} could not allocate memory")
+            return RuntimeError(f"{where}: kernel {launch.kernel} failed with status {status}")
+
+        helper = self.writer.constant(failed, "failed")
+        self.writer.line(f"status = {call}({', '.join(refs + launch.symbols)})")
+        self.writer.line("if status:")
+        self.writer.line(f"raise {helper}(status)", 2)
+
+    def _emit_return(self, outputs: Sequence[Value]) -> None:
+        refs = []
+        for value in outputs:
+            current = self.storage_values.get(value.storage, value)
+            if value.storage.kind == "kernel":
+                refs.append(current.ref)
+            else:  # an argument or a constant returned as is: the caller gets a copy
+                refs.append(f"{current.ref}.copy()")
+        self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
+
+
+def _check_error(
+    check: Check, names: Sequence[str], sites: Mapping, location: SourceLocation | None
+) -> Callable[[tuple], ShapeError]:
+    def check_error(env_values: tuple) -> ShapeError:
+        env = dict(zip(names, env_values))
+        return ShapeError(messages.failed_check(check, env, sites), location=location)
+
+    return check_error
+
+
+def _restructure(info: StructInfo, leaves) -> object:
+    if isinstance(info, TensorInfo):
+        return next(leaves)
+    return tuple(_restructure(f, leaves) for f in info.fields)  # type: ignore[union-attr]
+
+
+def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None:
+    """A kernel buffer must match the value passed for it: dtype and rank, static dims."""
+    shape = buffer.shape  # type: ignore[attr-defined]
+    dtype = buffer.dtype  # type: ignore[attr-defined]
+    name = buffer.name  # type: ignore[attr-defined]
+    if dtype != value.info.dtype or len(shape) != len(value.shape):
+        raise LoweringError(
+            f"{where}: kernel {kernel} buffer {name} is {dtype} of rank {len(shape)}, but the "
+            f"call passes {value.info!r}"
+        )
+    known = value.info.shape
+    if known is not None:
+        for axis, (want, have) in enumerate(zip(shape, known)):
+            if isinstance(want, int) and isinstance(have, int) and want != have:
+                raise LoweringError(
+                    f"{where}: kernel {kernel} buffer {name} axis {axis} is {want}, the call "
+                    f"passes {have}"
+                )
+
+
+def _data_leaves(infos: Sequence[StructInfo]) -> list[StructInfo]:
+    """Tensor and scalar infos in operand order (tuples flattened, shapes skipped)."""
+    leaves: list[StructInfo] = []
+    for info in infos:
+        if isinstance(info, TupleInfo):
+            leaves.extend(_data_leaves(info.fields))
+        elif isinstance(info, (TensorInfo, PrimInfo)):
+            leaves.append(info)
+    return leaves
+
+
+def _original_tensors(
+    arg_infos: Sequence[StructInfo], inputs: Sequence[Value], where: str
+) -> list[Value]:
+    """The kernel inputs that were tensor operands of the original op call.
+
+    Legalisation passes every data operand (scalars as 0-d buffers) or only the tensors.
+    """
+    leaves = _data_leaves(arg_infos)
+    if len(leaves) == len(inputs):
+        return [v for v, leaf in zip(inputs, leaves) if isinstance(leaf, TensorInfo)]
+    tensors = [leaf for leaf in leaves if isinstance(leaf, TensorInfo)]
+    if len(tensors) != len(inputs):
+        raise LoweringError(
+            f"{where}: the call_tir passes {len(inputs)} buffers for an op call with "
+            f"{len(leaves)} operands"
+        )
+    return list(inputs)
+
+
+def _concrete_infer(
+    attrs: LegalizedAttrs,
+    symbol_names: Sequence[str],
+    num_leaves: int,
+    location: SourceLocation | None,
+) -> Callable:
+    """A function of (symbol values, input shapes) -> the output leaves' concrete shapes."""
+    op = ops.get(attrs.op_name)
+    op_attrs = op.Attrs(**dict(attrs.op_attrs)) if op.Attrs is not None else None
+    arg_infos = attrs.arg_infos
+
+    def infer(env_values: tuple, shapes: tuple) -> tuple:
+        env = dict(zip(symbol_names, env_values))
+        concrete = iter(shapes)
+        infos = [_concretize(info, concrete, env) for info in arg_infos]
+        ctx = InferContext(op.name, infos, location)
+        result = op.infer(infos, op_attrs, ctx)
+        leaves = _tensor_leaves(result, op.name)
+        if len(leaves) != num_leaves or any(
+            leaf.shape is None or not all(isinstance(d, int) for d in leaf.shape)
+            for leaf in leaves
+        ):
+            raise LoweringError(
+                f"{op.name}: its shape rule gave {result!r} for concrete operands {infos!r}"
+            )
+        return tuple(leaf.shape for leaf in leaves)
+
+    return infer
+
+
+def _concretize(info: StructInfo, shapes, env: Mapping[str, int]) -> StructInfo:
+    """``info`` with each tensor's shape taken from ``shapes`` and symbols from ``env``."""
+    if isinstance(info, TensorInfo):
+        return TensorInfo(next(shapes), info.dtype)
+    if isinstance(info, TupleInfo):
+        return TupleInfo(_concretize(f, shapes, env) for f in info.fields)
+    if isinstance(info, (PrimInfo, ShapeInfo)):
+        return subs_info(info, env)
+    return info
+
+
+def write_program(function: Function, kernels: Mapping[str, KernelHandle]) -> Callable[..., tuple]:
+    """The generated executable function of ``function`` (see the module doc)."""
+    return ProgramWriter(function, kernels).write()

@@ -1,0 +1,595 @@
+"""Compiles a PrimFunc to a Python function over numpy arrays (the interpreter's engine).
+
+Values are numpy scalars of the exact dtype (so float32 rounds like float32 and
+int8 wraps like int8); index math is Python ints. Loads and stores whose indices are
+not proven in bounds (by relaxing them over the enclosing loops with arith) are
+checked, as are block iterator values, so an out-of-bounds access raises
+``IndexError`` instead of wrapping around as numpy negative indices would.
+
+An innermost loop is run as one numpy operation over an index array when that is
+exactly equivalent to running its iterations in order: every buffer written in the
+loop is accessed at one index tuple that is injective in the loop variable (so the
+iterations touch disjoint elements of it), there are no nested loops, allocations,
+conditionals or lazy selects, and block inits do not depend on the loop variable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+from relaxjax import arith, dtypes
+from relaxjax.arith import Dim
+from relaxjax.tir.analysis import collect_accesses, free_symbols, free_vars, relax_dim
+from relaxjax.tir.buffer import Buffer
+from relaxjax.tir.expr import (
+    BinOp,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    IndexExpr,
+    IntImm,
+    PrimExpr,
+    Select,
+    UnaryOp,
+    Var,
+)
+from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.intrinsics import LAZY_SELECT
+from relaxjax.tir.printer import expr_text
+from relaxjax.tir.stmt import (
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+
+# Python refuses more than 20 statically nested loops in one function; deeper nests
+# continue in a nested function.
+_MAX_LOOP_DEPTH = 16
+
+_UFUNCS = {
+    "exp": "exp",
+    "exp2": "exp2",
+    "expm1": "expm1",
+    "log": "log",
+    "log2": "log2",
+    "log10": "log10",
+    "log1p": "log1p",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "round": "rint",
+    "abs": "abs",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "isfinite": "isfinite",
+    "pow": "power",
+    "atan2": "arctan2",
+}
+_BINARY = {
+    "+": "({a} + {b})",
+    "-": "({a} - {b})",
+    "*": "({a} * {b})",
+    "/": "({a} / {b})",
+    "//": "_rt_np.floor_divide({a}, {b})",
+    "%": "_rt_np.mod({a}, {b})",
+    "min": "_rt_np.minimum({a}, {b})",
+    "max": "_rt_np.maximum({a}, {b})",
+    "==": "({a} == {b})",
+    "!=": "({a} != {b})",
+    "<": "({a} < {b})",
+    "<=": "({a} <= {b})",
+    ">": "({a} > {b})",
+    ">=": "({a} >= {b})",
+    "and": "_rt_np.logical_and({a}, {b})",
+    "or": "_rt_np.logical_or({a}, {b})",
+}
+
+# --- run-time helpers (globals of the generated code) ---------------------------------
+
+
+def _check(index, extent, what):
+    if isinstance(index, np.ndarray):
+        if index.size and (index.min() < 0 or index.max() >= extent):
+            bad = index[(index < 0) | (index >= extent)][0]
+            raise IndexError(f"{what}: index {bad} is outside [0, {extent})")
+    elif not 0 <= index < extent:
+        raise IndexError(f"{what}: index {index} is outside [0, {extent})")
+    return index
+
+
+def _to_float32_first(x, dtype):
+    # Casts to bfloat16 round from float32 (the documented TIR semantics).
+    if dtype == _BF16 and x.dtype not in (_BF16, _F32):
+        x = x.astype(_F32)
+    return x.astype(dtype)
+
+
+def _cast(x, dtype):
+    return _to_float32_first(_as_numpy(x), dtype)
+
+
+def _as_numpy(x):
+    if isinstance(x, (int, bool)):
+        return np.int64(x)
+    return x
+
+
+def _rsqrt(x):
+    return x.dtype.type(1) / np.sqrt(x)
+
+
+def _sigmoid(x):
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+_vector_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    # numpy has no erf: math.erf in float64, rounded to the operand's dtype.
+    if isinstance(x, np.ndarray):
+        wide = _vector_erf(x.astype(np.float64)).astype(np.float64)
+        return _to_float32_first(wide, x.dtype)
+    return _to_float32_first(np.float64(math.erf(float(x))), x.dtype)
+
+
+def _fma(a, b, c):
+    if a.dtype == np.float64:
+        return a * b + c
+    wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+    return _to_float32_first(wide, a.dtype)
+
+
+def _select(condition, true_value, false_value):
+    return true_value if condition else false_value
+
+
+def _vselect(condition, true_value, false_value):
+    result = np.where(condition, true_value, false_value)
+    return result if result.ndim else result[()]
+
+
+def _dim_min(*args):
+    if any(isinstance(a, np.ndarray) for a in args):
+        result = args[0]
+        for a in args[1:]:
+            result = np.minimum(result, a)
+        return result
+    return min(args)
+
+
+def _dim_max(*args):
+    if any(isinstance(a, np.ndarray) for a in args):
+        result = args[0]
+        for a in args[1:]:
+            result = np.maximum(result, a)
+        return result
+    return max(args)
+
+
+def _alloc(shape, dtype):
+    if dtype.kind == "f" or dtype == _BF16:
+        return np.full(shape, np.nan, dtype=dtype)
+    return np.zeros(shape, dtype=dtype)
+
+
+def _check_iter(value, extent, what):
+    return _check(value, extent, what)
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
+
+_RUNTIME: dict[str, object] = {
+    "_rt_np": np,
+    "_rt_i64": np.int64,
+    "_rt_check": _check,
+    "_rt_cast": _cast,
+    "_rt_rsqrt": _rsqrt,
+    "_rt_sigmoid": _sigmoid,
+    "_rt_erf": _erf,
+    "_rt_fma": _fma,
+    "_rt_select": _select,
+    "_rt_vselect": _vselect,
+    "_rt_alloc": _alloc,
+    "min": _dim_min,
+    "max": _dim_max,
+    "range": range,
+    "int": int,
+}
+
+
+# --- vectorization analysis ------------------------------------------------------------
+
+
+class _Shape(StmtVisitor):
+    """What a loop body contains, for the vectorization test."""
+
+    def __init__(self):
+        self.blocked = False
+        self.realizes: list[BlockRealize] = []
+        self.binders: set[str] = set()
+
+    def visit_For(self, stmt: For) -> None:
+        self.blocked = True
+
+    def visit_Allocate(self, stmt: Allocate) -> None:
+        self.blocked = True
+
+    def visit_IfThenElse(self, stmt: IfThenElse) -> None:
+        self.blocked = True
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.intrinsic == LAZY_SELECT:
+            self.blocked = True
+        super().visit_Call(expr)
+
+    def visit_LetStmt(self, stmt: LetStmt) -> None:
+        self.binders.add(stmt.var.name)
+        super().visit_LetStmt(stmt)
+
+    def visit_BlockRealize(self, stmt: BlockRealize) -> None:
+        if stmt.block.alloc_buffers:
+            self.blocked = True
+        self.realizes.append(stmt)
+        super().visit_BlockRealize(stmt)
+
+
+def _depends(node: PrimExpr | Dim, varying: set[str]) -> bool:
+    """Whether ``node`` uses a symbol or variable named in ``varying``."""
+    if isinstance(node, PrimExpr):
+        names = {s.name for s in free_symbols(node)} | {v.name for v in free_vars(node)}
+    elif isinstance(node, int):
+        return False
+    else:
+        names = {s.name for s in arith.free_symbols(node)}
+    return not names.isdisjoint(varying)
+
+
+def vectorizable(loop: For) -> bool:
+    """Whether running ``loop`` as one numpy step over its iterations is exact."""
+    shape = _Shape()
+    shape.visit_stmt(loop.body)
+    if shape.blocked:
+        return False
+    v = loop.var.name
+    varying = {v} | shape.binders
+    binding: dict[str, Dim] = {}
+    for realize in shape.realizes:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            binding[iv.var.name] = value
+            if _depends(value, varying):
+                varying.add(iv.var.name)
+    for realize in shape.realizes:
+        predicate_varies = _depends(realize.predicate, varying)
+        if predicate_varies and realize is not loop.body:
+            return False
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if iv.kind == "reduce" and realize.block.init is not None and _depends(value, varying):
+                return False
+    return _disjoint_writes(loop, binding)
+
+
+def _disjoint_writes(loop: For, binding: dict[str, Dim]) -> bool:
+    accesses = collect_accesses(loop.body)
+    written = {a.buffer for a in accesses if a.is_write}
+    tuples: dict[Buffer, tuple] = {}
+    for access in accesses:
+        if access.buffer not in written:
+            continue
+        if any(isinstance(i, PrimExpr) for i in access.indices):
+            return False
+        indices = tuple(arith.subs(i, binding) if binding else i for i in access.indices)
+        previous = tuples.setdefault(access.buffer, indices)
+        if previous != indices:
+            return False
+    for realize in _realizes(loop.body):
+        # A predicate that reads a buffer the loop writes would see later iterations.
+        if not written.isdisjoint(_loaded_buffers(realize.predicate)):
+            return False
+    return all(_injective(indices, loop.var) for indices in tuples.values())
+
+
+def _realizes(stmt: Stmt) -> list[BlockRealize]:
+    shape = _Shape()
+    shape.visit_stmt(stmt)
+    return shape.realizes
+
+
+class _Loads(StmtVisitor):
+    def __init__(self):
+        self.buffers: list[Buffer] = []
+
+    def visit_BufferLoad(self, expr: BufferLoad) -> None:
+        self.buffers.append(expr.buffer)
+        super().visit_BufferLoad(expr)
+
+
+def _loaded_buffers(expr: PrimExpr) -> set[Buffer]:
+    loads = _Loads()
+    loads.visit_expr(expr)
+    return set(loads.buffers)
+
+
+def _injective(indices: tuple[Dim, ...], var: arith.Sym) -> bool:
+    for index in indices:
+        if isinstance(index, int) or var not in arith.free_symbols(index):
+            continue
+        step = arith.subs(index, {var: var + 1}) - index
+        if isinstance(step, int) and step != 0:
+            return True
+    return False
+
+
+# --- code generation ---------------------------------------------------------------------
+
+
+@dataclass
+class _Frame:
+    """Index ranges known where code is being emitted (for bounds proofs)."""
+
+    ranges: list[tuple[arith.Sym, Dim, Dim | None]] = field(default_factory=list)
+
+
+class _Codegen:
+    def __init__(self, func, vectorize: bool):
+        self.func = func
+        self.vectorize = vectorize
+        self.lines: list[str] = []
+        self.globals: dict[str, object] = dict(_RUNTIME)
+        self.counter = 0
+        self.frame = _Frame()
+        self.vector_var: str | None = None
+        self.loop_depth = 0
+        self.shapes: dict[str, tuple[Dim, ...]] = {p.name: p.shape for p in func.params}
+
+    # names and constants -------------------------------------------------------------
+
+    def constant(self, value: object) -> str:
+        name = f"_rt_c{self.counter}"
+        self.counter += 1
+        self.globals[name] = value
+        return name
+
+    def dim(self, dim: Dim) -> str:
+        if isinstance(dim, int):
+            return repr(dim)
+        if isinstance(dim, arith.Sym):
+            return f"s_{dim.name}"
+        rename = {s.name: f"s_{s.name}" for s in arith.free_symbols(dim)}
+        return f"({arith.to_python(dim, rename)})"
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    # expressions --------------------------------------------------------------------------
+
+    def expr(self, e: PrimExpr) -> str:
+        if isinstance(e, IndexExpr):
+            return f"_rt_i64({self.dim(e.dim)})"
+        if isinstance(e, IntImm):
+            return self.constant(dtypes.to_numpy(e.dtype).type(e.value))
+        if isinstance(e, FloatImm):
+            return self.constant(_float_constant(e.value, e.dtype))
+        if isinstance(e, Var):
+            return f"v_{e.name}"
+        if isinstance(e, BufferLoad):
+            return self.access(e.buffer, e.indices, "load")
+        if isinstance(e, BinOp):
+            return _BINARY[e.op].format(a=self.expr(e.a), b=self.expr(e.b))
+        if isinstance(e, UnaryOp):
+            fn = "negative" if e.op == "-" else "logical_not"
+            return f"_rt_np.{fn}({self.expr(e.a)})"
+        if isinstance(e, Select):
+            helper = "_rt_vselect" if self.vector_var else "_rt_select"
+            parts = ", ".join(self.expr(p) for p in (e.condition, e.true_value, e.false_value))
+            return f"{helper}({parts})"
+        if isinstance(e, Cast):
+            return f"_rt_cast({self.expr(e.value)}, {self.constant(dtypes.to_numpy(e.dtype))})"
+        if isinstance(e, Call):
+            return self.call(e)
+        raise TypeError(f"the interpreter cannot evaluate {type(e).__name__}")
+
+    def call(self, e: Call) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.intrinsic == LAZY_SELECT:
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        special = {
+            "rsqrt": "_rt_rsqrt",
+            "sigmoid": "_rt_sigmoid",
+            "erf": "_rt_erf",
+            "fma": "_rt_fma",
+        }
+        if e.intrinsic in special:
+            return f"{special[e.intrinsic]}({', '.join(args)})"
+        return f"_rt_np.{_UFUNCS[e.intrinsic]}({', '.join(args)})"
+
+    def access(self, buffer: Buffer, indices, kind: str) -> str:
+        parts = []
+        for axis, index in enumerate(indices):
+            if isinstance(index, PrimExpr):
+                code = self.expr(index)
+                proven = False
+            else:
+                code = self.dim(index)
+                proven = self.in_bounds(index, buffer.shape[axis])
+            if not proven:
+                what = self.constant(
+                    f"kernel {self.func.name}: {kind} {buffer.name}"
+                    f"[{', '.join(_index_text(i) for i in indices)}] axis {axis}"
+                )
+                code = f"_rt_check({code}, b_{buffer.name}.shape[{axis}], {what})"
+            parts.append(code)
+        if not parts:
+            return f"b_{buffer.name}[()]"
+        return f"b_{buffer.name}[{', '.join(parts)},]"
+
+    def in_bounds(self, index: Dim, extent: Dim) -> bool:
+        relaxed = relax_dim(index, tuple(self.frame.ranges))
+        if relaxed is None:
+            return False
+        low, high = relaxed
+        return arith.prove_ge(low, 0) and arith.prove_lt(high, extent)
+
+    # statements ------------------------------------------------------------------------------
+
+    def stmt(self, s: Stmt, depth: int) -> None:
+        getattr(self, "stmt_" + type(s).__name__)(s, depth)
+
+    def stmt_SeqStmt(self, s: SeqStmt, depth: int) -> None:
+        for inner in s.stmts:
+            self.stmt(inner, depth)
+
+    def stmt_Evaluate(self, s: Evaluate, depth: int) -> None:
+        self.emit(depth, self.expr(s.value))
+
+    def stmt_BufferStore(self, s: BufferStore, depth: int) -> None:
+        self.emit(depth, f"{self.access(s.buffer, s.indices, 'store')} = {self.expr(s.value)}")
+
+    def stmt_LetStmt(self, s: LetStmt, depth: int) -> None:
+        if isinstance(s.var, arith.Sym):
+            value = self.expr(s.value)
+            if not self.vector_var:
+                value = f"int({value})"
+            self.emit(depth, f"s_{s.var.name} = {value}")
+            self.frame.ranges.append((s.var, 0, None))
+            self.stmt(s.body, depth)
+            self.frame.ranges.pop()
+        else:
+            self.emit(depth, f"v_{s.var.name} = {self.expr(s.value)}")
+            self.stmt(s.body, depth)
+
+    def stmt_IfThenElse(self, s: IfThenElse, depth: int) -> None:
+        self.emit(depth, f"if {self.expr(s.condition)}:")
+        self.stmt(s.then_case, depth + 1)
+        if s.else_case is not None:
+            self.emit(depth, "else:")
+            self.stmt(s.else_case, depth + 1)
+
+    def stmt_Allocate(self, s: Allocate, depth: int) -> None:
+        self.allocate(s.buffer, depth)
+        self.stmt(s.body, depth)
+
+    def allocate(self, buffer: Buffer, depth: int) -> None:
+        shape = ", ".join(self.dim(d) for d in buffer.shape)
+        dtype = self.constant(dtypes.to_numpy(buffer.dtype))
+        self.emit(
+            depth, f"b_{buffer.name} = _rt_alloc(({shape}{',' if buffer.shape else ''}), {dtype})"
+        )
+
+    def stmt_For(self, s: For, depth: int) -> None:
+        if self.loop_depth >= _MAX_LOOP_DEPTH:
+            name = self.constant(None).replace("_rt_c", "_rt_f")
+            self.emit(depth, f"def {name}():")
+            saved, self.loop_depth = self.loop_depth, 0
+            self.stmt_For(s, depth + 1)
+            self.loop_depth = saved
+            self.emit(depth, f"{name}()")
+            return
+        start, stop = self.dim(s.start), self.dim(s.start + s.extent)
+        var = f"s_{s.var.name}"
+        self.frame.ranges.append((s.var, s.start, s.extent))
+        if self.vectorize and self.vector_var is None and vectorizable(s):
+            self.emit(depth, f"{var} = _rt_np.arange({start}, {stop}, dtype=_rt_np.int64)")
+            self.emit(depth, f"if {var}.size:")
+            self.vector_var = var
+            self.stmt(s.body, depth + 1)
+            self.vector_var = None
+        else:
+            self.emit(depth, f"for {var} in range({start}, {stop}):")
+            self.loop_depth += 1
+            self.stmt(s.body, depth + 1)
+            self.loop_depth -= 1
+        self.frame.ranges.pop()
+
+    def stmt_BlockRealize(self, s: BlockRealize, depth: int) -> None:
+        block = s.block
+        predicate = s.predicate
+        if not (isinstance(predicate, IntImm) and predicate.value == 1):
+            condition = self.expr(predicate)
+            if self.vector_var and _depends(predicate, {self.vector_var[2:]}):
+                self.emit(depth, f"{self.vector_var} = {self.vector_var}[{condition}]")
+                self.emit(depth, f"if {self.vector_var}.size:")
+            else:
+                self.emit(depth, f"if {condition}:")
+            depth += 1
+        for iv, value in zip(block.iter_vars, s.iter_values):
+            code = self.dim(value)
+            if not self.in_bounds(value, iv.extent):
+                what = self.constant(
+                    f"kernel {self.func.name}: block {block.name!r} iterator {iv.var.name}"
+                )
+                code = f"_rt_check({code}, {self.dim(iv.extent)}, {what})"
+            self.emit(depth, f"s_{iv.var.name} = {code}")
+        outer, self.frame = self.frame, _Frame([(iv.var, 0, iv.extent) for iv in block.iter_vars])
+        self.block_body(block, depth)
+        self.frame = outer
+
+    def stmt_Block(self, s: Block, depth: int) -> None:
+        raise TypeError(f"block {s.name!r} must be inside a BlockRealize")
+
+    def block_body(self, block: Block, depth: int) -> None:
+        for buffer in block.alloc_buffers:
+            self.allocate(buffer, depth)
+        if block.init is not None:
+            reduce_vars = [iv.var.name for iv in block.iter_vars if iv.kind == "reduce"]
+            condition = " and ".join(f"s_{name} == 0" for name in reduce_vars)
+            self.emit(depth, f"if {condition}:")
+            self.stmt(block.init, depth + 1)
+        self.stmt(block.body, depth)
+
+
+def _index_text(index) -> str:
+    return expr_text(index) if isinstance(index, PrimExpr) else str(index)
+
+
+def _float_constant(value: float, dtype: str):
+    if dtype == "bfloat16":
+        return ml_dtypes.bfloat16(np.float32(value))
+    return dtypes.to_numpy(dtype).type(value)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A PrimFunc compiled to Python: ``function(*buffers, *symbol_values)``."""
+
+    function: Callable[..., None]
+    source: str
+
+
+def compile_kernel(func, vectorize: bool = True) -> CompiledKernel:
+    """The Python function that runs ``func`` (arguments: param arrays, then the values
+    of ``func.symbols()``)."""
+    gen = _Codegen(func, vectorize)
+    args = [f"b_{p.name}" for p in func.params] + [f"s_{s.name}" for s in func.symbols()]
+    gen.emit(0, f"def kernel_{func.name}({', '.join(args)}):")
+    gen.stmt(func.body, 1)
+    gen.emit(1, "return None")
+    source = "\n".join(gen.lines) + "\n"
+    namespace: dict[str, object] = {}
+    exec(compile(source, f"<tir kernel {func.name}>", "exec"), gen.globals, namespace)
+    return CompiledKernel(namespace[f"kernel_{func.name}"], source)

@@ -1,0 +1,6 @@
+"""Make the fake lowerable ops of tests/passes importable as ``pass_fakes``."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,101 @@
+"""The top-level names API.md promises, and the tutorial's examples (docs/tutorial.md)."""
+
+import numpy as np
+import pytest
+
+import relaxjax as relax
+import relaxjax.nn as rnn
+import relaxjax.numpy as rnp
+from relaxjax import arith, errors, ir
+
+
+def test_public_names_are_the_implementations():
+    assert relax.sym is arith.sym and relax.syms is arith.syms
+    assert relax.min is arith.min_ and relax.max is arith.max_
+    assert relax.prove_equal is arith.prove_equal
+    assert relax.Tensor is ir.TensorInfo and relax.IRModule is ir.IRModule
+    assert relax.ShapeError is errors.ShapeError and issubclass(relax.ShapeError, ValueError)
+    assert relax.TraceError is errors.TraceError
+    assert issubclass(relax.InconclusiveShapeError, relax.TraceError)
+    assert callable(relax.build) and callable(relax.jit) and callable(relax.eval_shape)
+    assert callable(relax.match_cast)
+    from relaxjax import schedule, tir
+
+    assert relax.tir is tir and relax.schedule is schedule
+
+
+def test_tutorial_symbolic_dims():
+    n = relax.sym("n")
+    b, s = relax.syms("b s")
+    e = (n + 1) * 2
+    assert str(e) == "n * 2 + 2"
+    assert e.subs({"n": 3}) == 8
+    assert str(e.subs({n: s})) == "s * 2 + 2"
+    assert relax.prove_equal(e, 2 * n + 2) is True
+    assert f"{relax.min(n, n + 1)} {relax.max(b, 1)}" == "n max(1, b)"
+    assert f"{(n * 8) // 4} {(4 * n + 2) // 2} {(n * 8) % 4}" == "n * 2 n * 2 + 1 0"
+
+
+def test_tutorial_specs():
+    n = relax.sym("n")
+    spec = relax.Tensor((n, 4), "float32")
+    assert (
+        f"{spec} {spec.shape} {spec.ndim} {spec.dtype}"
+        == 'Tensor((n, 4), "float32") (n, 4) 2 float32'
+    )
+    assert str(relax.Tensor(("n", "n*2"), "float16")) == 'Tensor((n, n * 2), "float16")'
+    assert str(relax.Tensor(ndim=2, dtype="float32")) == 'Tensor(ndim=2, dtype="float32")'
+    assert relax.Tensor(dtype="int64").shape is None
+
+
+def test_tutorial_eval_shape():
+    def scale_rows(x, w):
+        return {"y": x @ w, "norm": rnp.sqrt((x * x).sum(axis=-1))}
+
+    out = relax.eval_shape(
+        scale_rows, relax.Tensor(("b", "k"), "float32"), relax.Tensor(("k", 3), "float32")
+    )
+    assert str(out) == "{'norm': Tensor((b,), \"float32\"), 'y': Tensor((b, 3), \"float32\")}"
+    out = relax.eval_shape(scale_rows, np.ones((2, 5), np.float32), np.ones((5, 3), np.float32))
+    assert str(out) == "{'norm': Tensor((2,), \"float32\"), 'y': Tensor((2, 3), \"float32\")}"
+    cases = {
+        lambda x: x[1:, ::2]: (
+            "(n, m)",
+            "float32",
+            'Tensor((n - min(1, n), (m + 1) // 2), "float32")',
+        ),
+        lambda x: x.reshape(-1, 4).T: ("(n, 8)", "float32", 'Tensor((4, n * 2), "float32")'),
+        lambda x: x / x.shape[0]: ("(n, 4)", "float16", 'Tensor((n, 4), "float16")'),
+    }
+    for fn, (shape, dtype, expected) in cases.items():
+        dims = tuple(d.strip() for d in shape.strip("()").split(","))
+        spec = relax.Tensor(tuple(int(d) if d.isdigit() else d for d in dims), dtype)
+        assert str(relax.eval_shape(fn, spec)) == expected
+
+
+def test_tutorial_ir_of_the_mlp():
+    @relax.jit
+    def mlp(
+        x: relax.Tensor(("n", 512), "float32"),
+        w1: relax.Tensor((512, 2048), "float32"),
+        w2: relax.Tensor((2048, 512), "float32"),
+    ):
+        return rnn.gelu(x @ w1) @ w2
+
+    assert relax.eval_shape(mlp) == relax.Tensor(("n", 512), "float32")
+    lines = str(mlp.lower()).splitlines()
+    assert lines[3].split("  #")[0].strip() == (
+        'lv1: Tensor((n, 2048), "float32") = gelu(lv0, approximate=True)'
+    )
+
+
+def test_tutorial_head_needs_a_bound():
+    def head(x):
+        if x.shape[0] > 8:
+            return x[:8]
+        return x
+
+    with pytest.raises(relax.InconclusiveShapeError, match="cannot decide n > 8"):
+        relax.eval_shape(head, relax.Tensor(("n", 4), "float32"))
+    bounded = relax.Tensor((relax.sym("n", lower=16), 4), "float32")
+    assert relax.eval_shape(head, bounded) == relax.Tensor((8, 4), "float32")
