@@ -57,9 +57,9 @@ def main() -> None:
     os.environ["RELAXJAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="relaxjax-bench-")
     import jax
     import jax.numpy as jnp
-    import relaxjax.nn as rnn
 
     import relaxjax as relax
+    import relaxjax.nn as rnn
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(options.seed)

@@ -58,9 +58,9 @@ def main() -> None:
 
     os.environ.setdefault("RELAXJAX_CACHE_DIR", tempfile.mkdtemp(prefix="relaxjax-bench-"))
     import jax
-    import relaxjax.nn as rnn
 
     import relaxjax as relax
+    import relaxjax.nn as rnn
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(0)

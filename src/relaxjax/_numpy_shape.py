@@ -415,7 +415,7 @@ def _index_array(indices: object) -> object:
 
 
 def _is_array_index(entry: object) -> bool:
-    return isinstance(entry, (Tracer, np.ndarray, list))
+    return isinstance(entry, (Tracer, np.ndarray))
 
 
 def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
@@ -437,6 +437,11 @@ def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
 def _check_entry(entry: object) -> None:
     if isinstance(entry, (bool, np.bool_)):
         raise TypeError("boolean scalar indices are not supported")
+    if isinstance(entry, list):
+        raise TypeError(
+            "Using a non-tuple sequence for multidimensional indexing is not allowed; "
+            "use x[np.array(seq)] instead of x[seq]"
+        )
     if (isinstance(entry, Tracer) and entry.dtype == "bool") or (
         isinstance(entry, np.ndarray) and entry.dtype == np.bool_
     ):
@@ -451,32 +456,33 @@ def _slice_bound(value: object, what: str) -> Dim | None:
     return _dim(value, f"slice {what}")
 
 
-def _advanced(x, key: tuple):
-    """``x[..., indices, ...]`` with one integer array among full slices: a take."""
-    positions = [i for i, e in enumerate(key) if _is_array_index(e)]
-    others = [e for i, e in enumerate(key) if i not in positions]
-    full = all(isinstance(e, slice) and e == slice(None) for e in others)
-    if len(positions) != 1 or not full:
+def _array_position(key: tuple) -> int | None:
+    """The position of the one integer-array index in ``key`` (None if there is none).
+
+    numpy moves the result axes of non-adjacent advanced indices (arrays and ints
+    together) to the front; only the adjacent case, where they stay in place, is
+    supported.
+    """
+    arrays = [i for i, e in enumerate(key) if _is_array_index(e)]
+    if not arrays:
+        return None
+    if len(arrays) > 1:
+        raise TraceError(f"only one integer array index is supported, got {key!r}")
+    advanced = [i for i, e in enumerate(key) if _is_array_index(e) or _is_int_index(e)]
+    if advanced != list(range(advanced[0], advanced[-1] + 1)):
         raise TraceError(
-            "only one integer array index among full slices (x[i], x[:, i]) is supported, "
-            f"got {key!r}"
+            "an integer array index separated from integer indices moves the result axes to "
+            f"the front (numpy's rule), which is not supported: {key!r}"
         )
-    (axis,) = positions
-    return emit("take", (x, _index_array(key[axis])), TakeAttrs(axis, "index"))
+    return arrays[0]
 
 
-def getitem(x, key):
-    """``x[key]`` with numpy basic indexing (ints, slices with int or symbolic bounds,
-    ``None``, ``...``) or one integer array along an axis (``x[i]``, ``x[:, i]``)."""
-    key = key if isinstance(key, tuple) else (key,)
-    for entry in key:
-        _check_entry(entry)
-    ndim = _rank(x)
-    if ndim is None:
-        raise TraceError("indexing needs the rank of the array; give it one with relax.match_cast")
-    key = _expand_ellipsis(key, ndim)
-    if any(_is_array_index(e) for e in key):
-        return _advanced(x, key)
+def _is_int_index(entry: object) -> bool:
+    return entry is not None and not isinstance(entry, slice) and not _is_array_index(entry)
+
+
+def _basic(x, key: tuple):
+    """Basic indexing: one strided_slice for the ints and slices, then new axes."""
     axes, begin, end, step, drop, new_axes = [], [], [], [], [], []
     axis = out_position = 0
     for entry in key:
@@ -506,3 +512,26 @@ def getitem(x, key):
     if new_axes:
         result = emit("expand_dims", (result,), ExpandDimsAttrs(tuple(new_axes)))
     return result
+
+
+def getitem(x, key):
+    """``x[key]`` with numpy basic indexing (ints, slices with int or symbolic bounds,
+    ``None``, ``...``) and at most one integer array (or traced integer) index, whose
+    gathered axes replace the indexed axis (``x[i]``, ``x[:, i]``, ``x[1:, i, 0]``).
+
+    Array indices count from the end when negative and are clamped to the axis, as
+    jax's indexing does.
+    """
+    key = key if isinstance(key, tuple) else (key,)
+    for entry in key:
+        _check_entry(entry)
+    ndim = _rank(x)
+    if ndim is None:
+        raise TraceError("indexing needs the rank of the array; give it one with relax.match_cast")
+    key = _expand_ellipsis(key, ndim)
+    at = _array_position(key)
+    if at is None:
+        return _basic(x, key)
+    sliced = _basic(x, key[:at] + (slice(None),) + key[at + 1 :])
+    axis = builtins.sum(1 for e in key[:at] if e is None or isinstance(e, slice))
+    return emit("take", (sliced, key[at]), TakeAttrs(axis, "index"))

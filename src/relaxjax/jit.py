@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Sequence
 import relaxjax.runtime as runtime
 from relaxjax.ir import IRModule
 from relaxjax.trace import pytree
-from relaxjax.trace.context import current
+from relaxjax.trace.context import TRACE_STACK
 from relaxjax.trace.function import Traced, function_name, trace_function
 from relaxjax.trace.signature import CallPlan, FastPath, Signature
 
@@ -99,7 +99,7 @@ class Jitted:
     # -- running ----------------------------------------------------------------------------
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        if current() is not None:
+        if TRACE_STACK:
             return self.fn(*args, **kwargs)  # inside another trace: inline
         fast_key = None if kwargs else self._fast_path.key(args)
         entry = self._fast.get(fast_key) if fast_key is not None else None

@@ -187,11 +187,16 @@ polynomials = st.recursive(
     lambda children: st.tuples(st.sampled_from(["+", "-", "*"]), children, children),
     max_leaves=6,
 )
+# ``//`` and ``%`` atoms are over a symbol the polynomials do not use: through
+# x == c * (x // c) + x % c they are not independent of x's symbols, and products of such
+# related atoms are outside the canonical form's promise (test_divmod_pairs covers the
+# linear combinations, which are).
+OPAQUE = sym("z")
 atoms = st.sampled_from(
     [
-        lambda: SYMBOLS["n"] // 3,
+        lambda: OPAQUE // 3,
         lambda: min_(SYMBOLS["n"], SYMBOLS["q"]),
-        lambda: SYMBOLS["q"] % 5,
+        lambda: OPAQUE % 5,
         lambda: max_(SYMBOLS["m"], SYMBOLS["n"] + 1),
     ]
 )
@@ -215,6 +220,22 @@ def test_canonical_with_atoms(p, q, atom):
     assert str((a + x) * (b - x)) == str(a * b - a * x + x * b - x * x)
     assert str(min_(a + x, b + x)) == str(min_(a, b) + x)
     assert str(max_(a * 2, b * 2)) == str(max_(a, b) * 2)
+
+
+@given(
+    polynomials,
+    st.integers(2, 7),
+    st.tuples(*[st.integers(-3, 3)] * 4),
+    polynomials,
+)
+def test_divmod_pairs_are_canonical(p, c, coefficients, rest):
+    """k*x + f*(x//c) + m*(x%c) + rest prints the same for every t in the family
+    (k + t)*x + (f - c*t)*(x//c) + (m - t)*(x%c) + rest."""
+    x, other = build(p), build(rest)
+    k, f, m, t = coefficients
+    given_form = k * x + f * (x // c) + m * (x % c) + other
+    shifted = (k + t) * x + (f - c * t) * (x // c) + (m - t) * (x % c) + other
+    assert str(given_form) == str(shifted)
 
 
 @given(polynomials, st.integers(1, 12), envs)

@@ -243,8 +243,9 @@ def test_if_then_else_guards_an_out_of_bounds_gather():
     a, idx = Buffer("A", (N,), "float64"), Buffer("idx", (M,), "int64")
     mask, c = Buffer("mask", (M,), "bool"), Buffer("C", (M,), "float64")
     value = tir.if_then_else(mask[I], a[idx[I]], tir.const(-1.0, "float64"))
-    func = PrimFunc("guarded_gather", (a, idx, mask, c), For(I, 0, M, "serial",
-                    BufferStore(c, value, (I,))))
+    func = PrimFunc(
+        "guarded_gather", (a, idx, mask, c), For(I, 0, M, "serial", BufferStore(c, value, (I,)))
+    )
     data = np.arange(10, dtype=np.float64) * 1.5
     positions = np.array([3, 1 << 40, 9, -(1 << 40), 0], np.int64)
     guard = np.array([True, False, True, False, True])

@@ -46,10 +46,14 @@ def intrinsic_kernels():
 
 def operands(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(FLOATS.index(dtype))
-    a = np.concatenate([
-        rng.uniform(-3, 3, 200), rng.uniform(-1, 1, 60), rng.standard_normal(40) * 30,
-        [0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, np.inf, -np.inf, np.nan, 1e-30, 88.0],
-    ])
+    a = np.concatenate(
+        [
+            rng.uniform(-3, 3, 200),
+            rng.uniform(-1, 1, 60),
+            rng.standard_normal(40) * 30,
+            [0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, np.inf, -np.inf, np.nan, 1e-30, 88.0],
+        ]
+    )
     b = np.concatenate([rng.uniform(-2, 2, len(a) - 12), [2, 3, -1, 0.5, 0, 1, 2, 2, 2, 1, 2, 2]])
     d = rng.standard_normal(len(a))
     numpy_dtype = dtypes.to_numpy(dtype)
@@ -81,10 +85,12 @@ def test_intrinsic_matches_interpreter(name, dtype):
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
 def test_integer_abs_wraps_like_numpy(dtype):
     a, c = Buffer("A", (N,), dtype), Buffer("C", (N,), dtype)
-    func = PrimFunc(f"abs_{dtype}", (a, c), For(I, 0, N, "vectorized",
-                                                   BufferStore(c, tir.abs(a[I]), (I,))))
+    func = PrimFunc(
+        f"abs_{dtype}", (a, c), For(I, 0, N, "vectorized", BufferStore(c, tir.abs(a[I]), (I,)))
+    )
     info = np.iinfo(dtypes.to_numpy(dtype))
-    values = np.array([info.min, info.min + 1, -1, 0, 1, info.max], dtype=dtypes.to_numpy(dtype))
+    values = np.array([info.min, info.min + 1, info.max // 2, 0, 1, info.max])
+    values = np.concatenate([values, -values[2:]] if info.min else [values]).astype(info.dtype)
     got = build(func)(values)
     np.testing.assert_array_equal(got, reference(func, values))
     np.testing.assert_array_equal(got, np.abs(values))

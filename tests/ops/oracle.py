@@ -278,13 +278,16 @@ TOLERANCES = {
 }
 
 
-def assert_close(ours: np.ndarray, theirs: object, what: str = "") -> None:
-    """Same dtype and shape as jax's result, values equal within the dtype's tolerance."""
+def assert_close(
+    ours: np.ndarray, theirs: object, what: str = "", precision: str | None = None
+) -> None:
+    """Same dtype and shape as jax's result, values equal within the tolerance of the
+    result's dtype (or of ``precision``, when a narrower input bounds the accuracy)."""
     theirs = np.asarray(theirs)
     assert isinstance(ours, np.ndarray), f"{what}: reference returned {type(ours).__name__}"
     assert ours.dtype == theirs.dtype, f"{what}: dtype {ours.dtype} vs jax {theirs.dtype}"
     assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} vs jax {theirs.shape}"
-    name = dtypes.canonical(ours.dtype)
+    name = precision or dtypes.canonical(ours.dtype)
     if name in TOLERANCES:
         rtol, atol = TOLERANCES[name]
         np.testing.assert_allclose(
@@ -292,3 +295,54 @@ def assert_close(ours: np.ndarray, theirs: object, what: str = "") -> None:
         )
     else:
         np.testing.assert_array_equal(ours, theirs, err_msg=what)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def kernel_input(operand: Operand, value: object) -> np.ndarray:
+    """The array a kernel takes for an operand: scalars are 0-d buffers of their dtype."""
+    if isinstance(operand, TensorInfo):
+        return value
+    return np.asarray(value, dtype=dtypes.to_numpy(struct_info_of(operand).dtype))
+
+
+def check_lowering(
+    op_name: str,
+    operands: Sequence[Operand],
+    attrs: object,
+    env: Mapping[str, int],
+    *,
+    seed: int = 0,
+    data: Callable | None = None,
+) -> bool:
+    """Lower the op for symbolic ``operands``, run the kernel with the reference
+    interpreter at symbol values ``env`` and compare with the numpy reference.
+
+    ``data(rng, shape, dtype, position)`` makes the input arrays (default: uniform in
+    [-3, 3)). Returns False (checking nothing) when the program is invalid at ``env``.
+    """
+    from relaxjax.tir import interpreter
+
+    op = get(op_name)
+    infos = [struct_info_of(o) for o in operands]
+    info, checks = op.deduce(infos, attrs)
+    if not all(c.holds(dict(env)) for c in checks):
+        return False
+    rng = np.random.default_rng(seed)
+    make = data or (lambda rng, shape, dtype, position: random_array(rng, shape, dtype))
+    values = [
+        make(rng, tuple(o.shape), o.dtype, k) if isinstance(o, TensorInfo) else o
+        for k, o in enumerate(concrete(operands, env))
+    ]
+    try:
+        expected = op.reference(*values, attrs=subs_value(attrs, env))
+    except ShapeError:
+        return False
+    kernel = op.lower(infos, attrs, info)
+    out = np.zeros(expected.shape, dtype=expected.dtype)
+    scalars = {s.name: env[s.name] for s in kernel.scalar_params}
+    inputs = [kernel_input(o, v) for o, v in zip(operands, values)]
+    interpreter.run(kernel, *inputs, out, **scalars)
+    assert_close(out, expected, f"lowered {op_name}{tuple(operands)} attrs={attrs} env={env}")
+    return True

@@ -25,6 +25,7 @@ from oracle import (  # noqa: E402
     N,
     assert_close,
     assert_precise,
+    check_lowering,
     check_sound,
     deduce,
     dims,
@@ -226,9 +227,11 @@ def test_references_match_jax(dtype):
 
 
 @pytest.mark.parametrize(
-    "bounds", [(0, 5, 1), (2, 11, 3), (5, -3, -2), (4, 4, 1), (0.5, 3.2, 0.4), (3.0, -1.0, -0.75)]
+    "bounds",
+    [(0, 5, 1), (2, 11, 3), (5, -3, -2), (4, 4, 1), (0.5, 3.2, 0.4), (3.0, -1.0, -0.75)]
+    + [(0.5, 5.5, 1.5), (-0.5, 5.5, 2.5), (1.7, 9, 2.9)],
 )
-@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int64", "int8", "float32", "float64", "bfloat16"])
 def test_arange_reference_matches_jax(bounds, dtype):
     ours = get("arange").reference(attrs=ArangeAttrs(*bounds, dtype))
     assert_close(ours, jnp.arange(*bounds, dtype=dtypes.to_numpy(dtype)), f"arange{bounds}")
@@ -249,15 +252,14 @@ def test_negative_dimension_errors():
 
 
 def test_fill_value_that_cannot_broadcast():
-    with pytest.raises(
-        ShapeError,
-        match=r"full: cannot broadcast fill_value of shape \(3,\) to shape \(n, 4\): axis 1 has size 3, expected 1 or 4",
-    ):
+    message = (
+        r"full: cannot broadcast fill_value of shape \(3,\) to shape \(n, 4\): "
+        r"axis 1 has size 3, expected 1 or 4"
+    )
+    with pytest.raises(ShapeError, match=message):
         get("full").deduce([TensorInfo((3,))], FullAttrs((N, 4)))
-    with pytest.raises(
-        ShapeError,
-        match=r"full_like: cannot broadcast fill_value of shape \(2, 2, 2\) to shape \(n, 4\): rank 3 > 2",
-    ):
+    message = r"full_like: cannot broadcast fill_value of shape \(2, 2, 2\) to shape \(n, 4\)"
+    with pytest.raises(ShapeError, match=message + ": rank 3 > 2"):
         get("full_like").deduce([TensorInfo((N, 4)), TensorInfo((2, 2, 2))], LikeAttrs())
 
 
@@ -281,3 +283,65 @@ def test_shape_attribute_errors():
         ShapeDtypeAttrs((2,), "complex128")
     with pytest.raises(TypeError, match="zeros takes 0 argument"):
         get("zeros").deduce([TensorInfo((2,))], ShapeDtypeAttrs((2,), "float32"))
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones"])
+@given(shape=creation_shapes(), dtype=st.sampled_from(ALL_DTYPES), env=envs(0, 3))
+def test_constant_fill_lowering(name, shape, dtype, env):
+    check_lowering(name, [], ShapeDtypeAttrs(shape, dtype), env)
+
+
+@given(
+    shape=creation_shapes(),
+    fill=st.one_of(weak_scalars(), FILLS),
+    dtype=st.sampled_from((None, "float32", "int8", "bool")),
+    env=envs(0, 3),
+)
+def test_full_lowering(shape, fill, dtype, env):
+    if deduce("full", [fill], FullAttrs(shape, dtype)).error is None:
+        check_lowering("full", [fill], FullAttrs(shape, dtype), env)
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "full_like"])
+@given(
+    like=st.builds(TensorInfo, shapes(), st.sampled_from(ALL_DTYPES)),
+    fill=st.one_of(weak_scalars(), FILLS),
+    dtype=st.sampled_from((None, "float16", "int64")),
+    shape=st.none() | creation_shapes(2),
+    env=envs(0, 3),
+)
+def test_like_lowering(name, like, fill, dtype, shape, env):
+    operands = [like, fill] if name == "full_like" else [like]
+    if deduce(name, operands, LikeAttrs(dtype, shape)).error is None:
+        check_lowering(name, operands, LikeAttrs(dtype, shape), env)
+
+
+@given(
+    start=INT_BOUNDS,
+    stop=INT_BOUNDS,
+    step=st.sampled_from([1, 2, 3, -1, -2]),
+    dtype=st.sampled_from(["int64", "int32", "float32"]),
+    env=envs(0, 3),
+)
+def test_arange_lowering(start, stop, step, dtype, env):
+    check_lowering("arange", [], ArangeAttrs(start, stop, step, dtype), env)
+
+
+@pytest.mark.parametrize(
+    "bounds", [(0.5, 3.2, 0.4), (3.0, -1.0, -0.75), (0.5, 5.5, 1.5), (1.7, 9, 2.9)]
+)
+@pytest.mark.parametrize("dtype", ["int64", "int8", "float32", "float64", "bfloat16"])
+def test_float_arange_lowering(bounds, dtype):
+    check_lowering("arange", [], ArangeAttrs(*bounds, dtype), {})
+
+
+def test_arange_kernel_takes_unresolved_symbols_as_scalar_params():
+    d0 = arith.sym("d0")
+    attrs = ArangeAttrs(d0, d0 + M, 1, "int64")
+    kernel = get("arange").lower([], attrs, deduce("arange", [], attrs).info)
+    assert [s.name for s in kernel.scalar_params] == ["d0"]
+    assert kernel.params[0].shape == (arith.sym("d1"),)
+    assert check_lowering("arange", [], attrs, {"d0": 3, "m": 2})

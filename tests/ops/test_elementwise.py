@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relaxjax import dtypes
+from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import get
@@ -30,6 +30,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     dims,
@@ -432,11 +433,107 @@ def test_attrs_are_validated():
 @given(a=st.sampled_from(SYMBOLIC_DIMS), b=dims(), env=envs())
 def test_checks_are_exactly_numpy_broadcast_compatibility(a, b, env):
     d = deduce("add", [TensorInfo((a,)), TensorInfo((b,))])
-    from relaxjax import arith
-
     x, y = arith.subs(a, env), arith.subs(b, env)
     compatible = x == y or x == 1 or y == 1
     if d.error is not None:
         assert not compatible
     else:
         assert all(c.holds(env) for c in d.checks) == compatible
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def lowering_data(name):
+    """Kernel inputs in each op's domain (as in the numerics tests above)."""
+
+    def make(rng, shape, dtype, position):
+        low, high = _domain(name)
+        if name == "power":
+            low, high = (0.5, 3.0) if position == 0 else (0.0, 3.0)
+        values = random_array(rng, shape, dtype, low=low, high=high)
+        if name in ("divide", "floor_divide", "mod") and position == 1:
+            values = np.where(values == 0, np.ones_like(values), values)
+        return values
+
+    return make
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(shape=shapes(max_rank=3), dtype=st.sampled_from(ALL_DTYPES), env=envs(0, 3))
+def test_unary_lowering_matches_reference(name, shape, dtype, env):
+    x = TensorInfo(shape, dtype)
+    if deduce(name, [x]).error is None:
+        check_lowering(name, [x], None, env, data=lowering_data(name))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(operands=operand_group(2), env=envs(0, 3))
+def test_binary_lowering_matches_reference(name, operands, env):
+    if deduce(name, operands).error is None:
+        check_lowering(name, operands, None, env, data=lowering_data(name))
+
+
+@given(operands=operand_group(3), env=envs(0, 3))
+def test_where_lowering_matches_reference(operands, env):
+    if deduce("where", operands).error is None:
+        check_lowering("where", operands, None, env)
+
+
+@given(
+    operands=operand_group(3),
+    has=st.sampled_from([(True, True), (True, False), (False, True)]),
+    env=envs(0, 3),
+)
+def test_clip_lowering_matches_reference(operands, has, env):
+    x, low, high = operands
+    args = [x] + [b for b, given_ in zip((low, high), has) if given_]
+    if deduce("clip", args, ClipAttrs(*has)).error is None:
+        check_lowering("clip", args, ClipAttrs(*has), env)
+
+
+@given(
+    shape=shapes(max_rank=3),
+    source=st.sampled_from(ALL_DTYPES),
+    target=st.sampled_from(ALL_DTYPES),
+    env=envs(0, 3),
+)
+def test_astype_lowering_matches_reference(shape, source, target, env):
+    def data(rng, shape, dtype, position):
+        return random_array(rng, shape, dtype, low=0.0, high=3.0)
+
+    check_lowering("astype", [TensorInfo(shape, source)], AstypeAttrs(target), env, data=data)
+
+
+def test_kernels_are_shape_generic_and_dedupe():
+    for name in ("add", "less", "where"):
+        count = get(name).num_inputs
+        with_n = [TensorInfo((N, 4), "float32")] * count
+        with_m = [TensorInfo((M, 4), "float32")] * count
+        kernel = get(name).lower(with_n, None, deduce(name, with_n).info)
+        assert kernel == get(name).lower(with_m, None, deduce(name, with_m).info)
+        assert [p.shape for p in kernel.params] == [(arith.sym("d0"), 4)] * (count + 1)
+
+
+def test_lowering_with_coarse_shapes_runs_for_any_broadcast():
+    from relaxjax.tir import interpreter
+
+    operands = [TensorInfo(ndim=2, dtype="float32"), TensorInfo((M, 1), "int32")]
+    info = deduce("add", operands).info
+    assert info == TensorInfo(ndim=2, dtype="float32")
+    kernel = get("add").lower(operands, None, info)
+    rng = np.random.default_rng(5)
+    for x_shape, y_shape in [((3, 4), (3, 1)), ((1, 4), (3, 1)), ((3, 1), (1, 1))]:
+        x = random_array(rng, x_shape, "float32")
+        y = random_array(rng, y_shape, "int32")
+        expected = get("add").reference(x, y)
+        out = np.zeros(expected.shape, expected.dtype)
+        interpreter.run(kernel, x, y, out)
+        assert_close(out, expected, f"{x_shape} + {y_shape}")
+
+
+def test_lowering_unknown_rank_is_refused():
+    from relaxjax.errors import LoweringError
+
+    with pytest.raises(LoweringError, match="unknown rank"):
+        get("exp").lower([TensorInfo(dtype="float32")], None, TensorInfo(dtype="float32"))

@@ -12,8 +12,9 @@ n = arith.sym("n")
 
 
 def duplicated():
-    kernel = legalize(module([var("x", (n,))], lambda bb, x: bb.call(
-        SCALE, [x], ScaleAttrs(2.0)))).kernels()["fake_scale"]
+    kernel = legalize(
+        module([var("x", (n,))], lambda bb, x: bb.call(SCALE, [x], ScaleAttrs(2.0)))
+    ).kernels()["fake_scale"]
     kernels = {"first": kernel.with_name("first"), "second": kernel.with_name("second")}
     x = var("x", (n,))
 

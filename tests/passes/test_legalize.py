@@ -68,16 +68,28 @@ def test_kernels_and_graph_print_together():
 
 def test_different_kernels_of_one_op_get_suffixes():
     x, y = var("x", (n, 4)), var("y", (n,))
-    mod = legalize(module([x, y], lambda bb, x, y: bb.emit(
-        __import__("relaxjax.ir", fromlist=["Tuple"]).Tuple(
-            [bb.call(SCALE, [x], ScaleAttrs(2.0)), bb.call(SCALE, [y], ScaleAttrs(2.0)),
-             bb.call(SCALE, [x], ScaleAttrs(5.0)), bb.call(SCALE, [x], ScaleAttrs(2.0))]
+    mod = legalize(
+        module(
+            [x, y],
+            lambda bb, x, y: bb.emit(
+                __import__("relaxjax.ir", fromlist=["Tuple"]).Tuple(
+                    [
+                        bb.call(SCALE, [x], ScaleAttrs(2.0)),
+                        bb.call(SCALE, [y], ScaleAttrs(2.0)),
+                        bb.call(SCALE, [x], ScaleAttrs(5.0)),
+                        bb.call(SCALE, [x], ScaleAttrs(2.0)),
+                    ]
+                )
+            ),
         )
-    )))
+    )
     verify(mod)
     assert sorted(mod.kernels()) == ["fake_scale", "fake_scale_1", "fake_scale_2"]
     assert [c.args[0].name for c in calls(mod)] == [
-        "fake_scale", "fake_scale_1", "fake_scale_2", "fake_scale"
+        "fake_scale",
+        "fake_scale_1",
+        "fake_scale_2",
+        "fake_scale",
     ]
     for name, kernel in mod.kernels().items():
         assert kernel.name == name
@@ -85,8 +97,9 @@ def test_different_kernels_of_one_op_get_suffixes():
 
 def test_a_kernel_name_never_shadows_a_function():
     x = var("x", (n,))
-    mod = legalize(module([x], lambda bb, x: bb.call(SCALE, [x], ScaleAttrs(2.0)),
-                          name="fake_scale"))
+    mod = legalize(
+        module([x], lambda bb, x: bb.call(SCALE, [x], ScaleAttrs(2.0)), name="fake_scale")
+    )
     verify(mod)
     assert list(mod.kernels()) == ["fake_scale_1"]
     assert "fake_scale" in mod.graph_functions()
@@ -182,6 +195,7 @@ def test_modules_without_op_calls_are_returned_unchanged():
 
 
 def test_the_kernel_of_a_call_tir_is_a_global_var():
-    (call,) = calls(legalize(module([var("x", (n,))], lambda bb, x: bb.call(
-        SCALE, [x], ScaleAttrs(1.0)))))
+    (call,) = calls(
+        legalize(module([var("x", (n,))], lambda bb, x: bb.call(SCALE, [x], ScaleAttrs(1.0))))
+    )
     assert call.args[0] == GlobalVar("fake_scale")

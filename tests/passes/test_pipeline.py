@@ -47,8 +47,9 @@ def test_verify_names_the_pass_that_broke_the_module():
         block = function.body.blocks[0]
         bindings = list(block.bindings)
         first = bindings[0]
-        bindings[0] = Binding(first.var, Call(first.value.op, (stray, stray), first.value.attrs,
-                                              first.value.info))
+        bindings[0] = Binding(
+            first.var, Call(first.value.op, (stray, stray), first.value.attrs, first.value.info)
+        )
         return mod.with_function("main", rebuild_function(function, [bindings]))
 
     x = var("x", (n,))

@@ -8,8 +8,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 
 from relaxjax import arith, tir
-from relaxjax.ir import BlockBuilder, IRModule, StructInfo, TensorInfo, Var, call_tir
-from relaxjax.ir import GlobalVar
+from relaxjax.ir import BlockBuilder, GlobalVar, IRModule, StructInfo, TensorInfo, Var, call_tir
 
 
 def dims(ndim: int, first: int = 0) -> tuple[arith.Sym, ...]:
@@ -17,8 +16,14 @@ def dims(ndim: int, first: int = 0) -> tuple[arith.Sym, ...]:
     return tuple(arith.Sym(f"d{first + i}") for i in range(ndim))
 
 
-def elementwise(name: str, arity: int, fn: Callable, ndim: int = 1, dtype: str = "float32",
-                out_dtype: str | None = None) -> tir.PrimFunc:
+def elementwise(
+    name: str,
+    arity: int,
+    fn: Callable,
+    ndim: int = 1,
+    dtype: str = "float32",
+    out_dtype: str | None = None,
+) -> tir.PrimFunc:
     """``out[i...] = fn(in_0[i...], ..., in_{arity-1}[i...])`` over a symbolic shape."""
     shape = dims(ndim)
     inputs = [tir.placeholder(shape, dtype, f"A{k}") for k in range(arity)]

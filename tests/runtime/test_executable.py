@@ -19,7 +19,6 @@ from relaxjax.ir import (
     GlobalVar,
     PrimInfo,
     PrimValue,
-    TensorInfo,
     Tuple,
     TupleGetItem,
     TupleInfo,
@@ -91,8 +90,9 @@ def test_outputs_are_fresh_arrays(chain_exe):
 def pair_exe():
     kernel = rb.elementwise("add", 2, lambda a, b: a + b, ndim=2)
     x, y = Var("x", rb.tensor((n, 4))), Var("y", rb.tensor((n, 4)))
-    mod = rb.module([x, y], lambda bb, x, y: rb.call(bb, "add", [x, y], rb.tensor((n, 4))),
-                    {"add": kernel})
+    mod = rb.module(
+        [x, y], lambda bb, x, y: rb.call(bb, "add", [x, y], rb.tensor((n, 4))), {"add": kernel}
+    )
     return build_executable(mod)
 
 
@@ -144,8 +144,9 @@ def test_error_python_float_for_a_tensor_has_wrong_rank(pair_exe):
 def test_error_composite_dim():
     kernel = rb.elementwise("neg", 1, lambda a: -a, ndim=1)
     x, y = Var("x", rb.tensor((n,))), Var("y", rb.tensor((n * 2 + 1,)))
-    mod = rb.module([x, y], lambda bb, x, y: rb.call(bb, "neg", [y], rb.tensor((n * 2 + 1,))),
-                    {"neg": kernel})
+    mod = rb.module(
+        [x, y], lambda bb, x, y: rb.call(bb, "neg", [y], rb.tensor((n * 2 + 1,))), {"neg": kernel}
+    )
     exe = build_executable(mod)
     (out,) = exe(np.ones(3, np.float32), np.arange(7, dtype=np.float32))
     np.testing.assert_array_equal(out, -np.arange(7, dtype=np.float32))
@@ -160,8 +161,9 @@ def test_error_declared_bounds():
     bounded = arith.sym("b", lower=2, upper=8)
     kernel = rb.elementwise("neg", 1, lambda a: -a, ndim=1)
     x = Var("x", rb.tensor((bounded,)))
-    mod = rb.module([x], lambda bb, x: rb.call(bb, "neg", [x], rb.tensor((bounded,))),
-                    {"neg": kernel})
+    mod = rb.module(
+        [x], lambda bb, x: rb.call(bb, "neg", [x], rb.tensor((bounded,))), {"neg": kernel}
+    )
     exe = build_executable(mod)
     assert exe(np.ones(2, np.float32))[0].shape == (2,)
     for size in (1, 9):
@@ -181,8 +183,12 @@ def test_errors_come_before_any_kernel_runs():
     x, y = Var("x", rb.tensor((n,))), Var("y", rb.tensor((n,)))
 
     def body(bb, x, y):
-        return Tuple([rb.call(bb, "double", [x], rb.tensor((n,))),
-                      rb.call(bb, "double", [y], rb.tensor((n,)))])
+        return Tuple(
+            [
+                rb.call(bb, "double", [x], rb.tensor((n,))),
+                rb.call(bb, "double", [y], rb.tensor((n,))),
+            ]
+        )
 
     exe = build_executable(rb.module([x, y], body, {"double": double}))
     first, second = exe(np.ones(2, np.float32), np.full(2, 3, np.float32))
@@ -281,9 +287,11 @@ def test_python_scalar_for_a_scalar_param():
     ys = tir.compute((d0,), lambda i: xs[i] * s[()], name="Y")
     scale = tir.create_prim_func([xs, s, ys], name="scale")
     x, c = Var("x", rb.tensor((n,))), Var("c", PrimInfo(F32))
-    exe = build_executable(rb.module(
-        [x, c], lambda bb, x, c: rb.call(bb, "scale", [x, c], rb.tensor((n,))), {"scale": scale}
-    ))
+    exe = build_executable(
+        rb.module(
+            [x, c], lambda bb, x, c: rb.call(bb, "scale", [x, c], rb.tensor((n,))), {"scale": scale}
+        )
+    )
     x_np = np.arange(3, dtype=np.float32)
     for scalar in (2.5, 2, np.float32(2.5), np.array(2.5, np.float32)):
         (out,) = exe(x_np, scalar)
@@ -300,9 +308,11 @@ def test_scalar_param_binds_a_symbol():
         [tir.compute((d0,), lambda i: tir.Cast("int64", i), name="I")], name="iota"
     )
     count = Var("count", PrimInfo("int64", k))
-    exe = build_executable(rb.module(
-        [count], lambda bb, c: rb.call(bb, "iota", [], rb.tensor((k,), "int64")), {"iota": iota}
-    ))
+    exe = build_executable(
+        rb.module(
+            [count], lambda bb, c: rb.call(bb, "iota", [], rb.tensor((k,), "int64")), {"iota": iota}
+        )
+    )
     for size in (0, 1, 5):
         (out,) = exe(size)
         np.testing.assert_array_equal(out, np.arange(size))
@@ -315,10 +325,13 @@ def test_scalar_param_binds_a_symbol():
 def test_bfloat16_outputs_are_ml_dtypes_arrays():
     kernel = rb.elementwise("add", 2, lambda a, b: a + b, ndim=1, dtype="bfloat16")
     x = Var("x", rb.tensor((n,), "bfloat16"))
-    exe = build_executable(rb.module(
-        [x], lambda bb, x: rb.call(bb, "add", [x, x], rb.tensor((n,), "bfloat16")),
-        {"add": kernel},
-    ))
+    exe = build_executable(
+        rb.module(
+            [x],
+            lambda bb, x: rb.call(bb, "add", [x, x], rb.tensor((n,), "bfloat16")),
+            {"add": kernel},
+        )
+    )
     data = np.array([1.5, -2.0, 3.25], ml_dtypes.bfloat16)
     (out,) = exe(data)
     assert out.dtype == np.dtype(ml_dtypes.bfloat16)
@@ -359,10 +372,13 @@ def test_symbolic_prim_value_operand():
     ys = tir.compute((d0,), lambda i: xs[i] * tir.Cast(F32, s[()]), name="Y")
     scale = tir.create_prim_func([xs, s, ys], name="scale")
     x = Var("x", rb.tensor((n,)))
-    exe = build_executable(rb.module(
-        [x], lambda bb, x: rb.call(bb, "scale", [x, PrimValue(n * 2, "int64")], rb.tensor((n,))),
-        {"scale": scale},
-    ))
+    exe = build_executable(
+        rb.module(
+            [x],
+            lambda bb, x: rb.call(bb, "scale", [x, PrimValue(n * 2, "int64")], rb.tensor((n,))),
+            {"scale": scale},
+        )
+    )
     (out,) = exe(np.ones(4, np.float32))
     np.testing.assert_array_equal(out, np.full(4, 8, np.float32))
 
@@ -376,8 +392,13 @@ def test_recorded_checks_run_before_kernels():
     check = Check("eq", (n, m), "add: operand sizes must match")
 
     def body(bb, x, y):
-        value = Call(CALL_TIR, (GlobalVar("add"), Tuple([x, y])), LegalizedAttrs(rb.tensor((n,))),
-                     rb.tensor((n,)), (check,))
+        value = Call(
+            CALL_TIR,
+            (GlobalVar("add"), Tuple([x, y])),
+            LegalizedAttrs(rb.tensor((n,))),
+            rb.tensor((n,)),
+            (check,),
+        )
         return bb.emit(value)
 
     exe = build_executable(rb.module([x, y], body, {"add": add}))
@@ -477,3 +498,15 @@ def test_pointer_fallback_when_objects_cannot_be_passed(monkeypatch):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_array_equal(exe(x, x)[0], 3 * x)
     assert "_data_pointer" in exe.source.split("status =")[1]
+
+
+def test_reference_target_runs_kernels_in_the_interpreter(chain_exe):
+    reference = build_executable(add_chain(5), target="reference")
+    assert reference.compiled == {} and "_extern_" in reference.source
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(reference(x, x)[0], chain_exe(x, x)[0])
+
+
+def test_unknown_target():
+    with pytest.raises(LoweringError, match="supports target\\(s\\) llvm, reference, got 'tpu'"):
+        build_executable(add_chain(1), target="tpu")

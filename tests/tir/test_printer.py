@@ -12,9 +12,14 @@ from relaxjax.tir import te
 sys.path.insert(0, str(Path(__file__).parent))
 from tir_kernels import matmul, random_kernels, softmax  # noqa: E402
 
-MATMUL_TEXT = """\
-@prim_func(outputs=1)
-def matmul(A: Buffer((n, K), "float32"), B: Buffer((K, m), "float32"), C: Buffer((n, m), "float32")):
+MATMUL_HEADER = (
+    "@prim_func(outputs=1)\n"
+    'def matmul(A: Buffer((n, K), "float32"), B: Buffer((K, m), "float32"), '
+    'C: Buffer((n, m), "float32")):\n'
+)
+MATMUL_TEXT = (
+    MATMUL_HEADER
+    + """\
     with block("root"):
         for i in range(n):
             for j in range(m):
@@ -28,6 +33,7 @@ def matmul(A: Buffer((n, K), "float32"), B: Buffer((K, m), "float32"), C: Buffer
                         with init():
                             C[v_i, v_j] = float32(0.0)
                         C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]"""
+)
 
 
 def test_matmul_golden_text():
@@ -162,11 +168,13 @@ def test_parse_expr_with_names():
             "line 3: name 'q' is not defined here",
         ),
         (
-            "@prim_func()\ndef f(A: Buffer((4,), 'float32')):\n    for i in loop(4):\n        pass\n",
+            "@prim_func()\ndef f(A: Buffer((4,), 'float32')):\n"
+            "    for i in loop(4):\n        pass\n",
             "line 3: unknown loop kind 'loop'",
         ),
         (
-            "@prim_func()\ndef f(A: Buffer((4,), 'float32')):\n    A[0] = float32(1.0) + int32(1)\n",
+            "@prim_func()\ndef f(A: Buffer((4,), 'float32')):\n"
+            "    A[0] = float32(1.0) + int32(1)\n",
             "different dtypes",
         ),
         (

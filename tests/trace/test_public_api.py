@@ -84,7 +84,7 @@ def test_tutorial_ir_of_the_mlp():
 
     assert relax.eval_shape(mlp) == relax.Tensor(("n", 512), "float32")
     lines = str(mlp.lower()).splitlines()
-    assert lines[3].split("  #")[0].strip() == (
+    assert lines[4].split("  #")[0].strip() == (
         'lv1: Tensor((n, 2048), "float32") = gelu(lv0, approximate=True)'
     )
 

@@ -9,7 +9,7 @@ canonical form and its print order.
 from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym
 
 # isort: split
-from relaxjax.arith.algebra import as_dim, floordiv, max_, min_, mod
+from relaxjax.arith.algebra import as_dim, floordiv, mod
 from relaxjax.arith.bounds import bounds
 from relaxjax.arith.codegen import compile_dims, to_python
 from relaxjax.arith.compare import (
@@ -21,6 +21,7 @@ from relaxjax.arith.compare import (
     prove_lt,
     prove_ne,
 )
+from relaxjax.arith.extremum import max_, min_
 from relaxjax.arith.parse import parse_dim
 from relaxjax.arith.subst import evaluate, free_symbols, subs
 from relaxjax.arith.symbols import sym, syms

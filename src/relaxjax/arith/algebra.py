@@ -4,21 +4,21 @@ Each function takes canonical dims and returns the canonical dim of the result,
 a plain ``int`` whenever the result is constant. Rules, each exact for every
 integer value of the symbols (Python floor semantics):
 
-- sums and products expand into the polynomial normal form (:mod:`.terms`);
+- sums and products expand into the polynomial normal form (:mod:`.terms`), then
+  each linear group ``k * x + f * (x // c) + m * (x % c)`` takes one canonical
+  spelling (:func:`_normalise_pair`): ``n - (n // 2) * 2 -> n % 2``;
 - ``a // c`` and ``a % c`` for a constant ``c > 0``: each coefficient ``k`` of ``a``
   splits as ``k = c * (k // c) + k % c``, so ``a = c * q + r`` and
   ``a // c = q + r // c``, ``a % c = r % c``; a common factor ``g`` of ``r`` and
   ``c`` cancels (``(g*x) // (g*d) = x // d``, ``(g*x) % (g*d) = g * (x % d)``);
   ``r // c`` is a constant when ``r``'s bounds fall in one multiple of ``c``
   (``(n % 8) // 8 -> 0``), ``r % c`` is ``r`` when ``0 <= r < c``;
-  ``(x // a) // b -> x // (a*b)`` and ``(x % (k*c)) % c -> x % c``.
+  ``(p + x // d) // c -> (d*p + x) // (d*c)`` and ``(x % (k*c)) % c -> x % c``.
   A negative constant divisor is made positive: ``a // -c = (-a) // c`` and
   ``a % -c = -((-a) % c)``.
 - a symbolic divisor ``b`` is resolved only when ``b`` is provably non-zero and
   ``a`` is a polynomial multiple of it, or ``0 <= a < b`` is provable;
-- ``min``/``max`` flatten (also through added terms and positive factors), drop
-  operands that another provably dominates, take out per monomial the smallest
-  coefficient (absent counts as 0) and a common positive factor, and sort the rest.
+- ``min``/``max`` live in :mod:`.extremum`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,7 @@ from relaxjax.arith.expr import (
     Dim,
     Expr,
     FloorDiv,
-    Max,
-    Min,
     Mod,
-    Monomial,
-    Poly,
-    dim_key,
     render_operand,
 )
 from relaxjax.arith.terms import (
@@ -72,48 +67,63 @@ def as_dim(value: object) -> Dim:
 
 
 def close(terms: Terms) -> Dim:
-    """The canonical dim of a term dictionary, after folding floor-division/modulo pairs:
-    ``c * (x // c) + x % c -> x`` and ``x - c * (x // c) -> x % c`` (times any ``k``)."""
+    """The canonical dim of a term dictionary (consumed), after normalising every
+    quotient/remainder pair (see :func:`_normalise_pair`)."""
     if len(terms) > 1:
-        while _fold_one_divmod(terms):
-            pass
+        for _ in range(_PAIR_ROUNDS):
+            if not any(_normalise_pair(terms, x, c) for x, c in _divmod_pairs(terms)):
+                break
     return from_terms(terms)
 
 
-def _fold_one_divmod(terms: Terms) -> bool:
-    for monomial, coeff in terms.items():
-        if len(monomial) != 1 or monomial[0][1] != 1:
-            continue
-        atom = monomial[0][0]
-        if not (isinstance(atom, FloorDiv) and isinstance(atom.b, int)) or coeff % atom.b:
-            continue
-        if _fold_with_mod(terms, monomial, coeff) or _fold_with_dividend(terms, monomial, coeff):
-            return True
-    return False
+_PAIR_ROUNDS = 8
 
 
-def _fold_with_mod(terms: Terms, quotient: Monomial, coeff: int) -> bool:
-    """``k * c * (x // c) + k * (x % c) -> k * x``."""
-    x, c = quotient[0][0].a, quotient[0][0].b
+def _divmod_pairs(terms: Terms) -> list[tuple[Dim, int]]:
+    """The ``(x, c)`` of every linear ``x // c`` or ``x % c`` term (constant ``c``)."""
+    pairs: dict[tuple[Dim, int], None] = {}
+    for monomial in terms:
+        if len(monomial) == 1 and monomial[0][1] == 1:
+            atom = monomial[0][0]
+            if isinstance(atom, FloorDiv | Mod) and isinstance(atom.b, int):
+                pairs[(atom.a, atom.b)] = None
+    return list(pairs)
+
+
+def _normalise_pair(terms: Terms, x: Dim, c: int) -> bool:
+    """Choose one canonical spelling of ``terms`` among those equal through
+    ``x == c * (x // c) + x % c``.
+
+    Adding ``t * (x - c * (x // c) - x % c)`` (which is 0) gives the same value for
+    every integer ``t``. The best spellings zero at least one of the coefficients
+    involved (of ``x // c``, of ``x % c``, of each term of ``x``); among them the
+    canonical one has the fewest ``//``/``%`` terms, then the fewest terms in all,
+    preferably no ``%`` term, then the smallest ``//`` coefficient (positive first).
+    The choice depends only on the value, not on the spelling given:
+    ``n - (n // 2) * 2 -> n % 2``, ``(n // 2) * 2 + n % 2 -> n``,
+    ``n // 3 + n % 3 -> n - (n // 3) * 2``. Returns whether ``terms`` changed.
+    """
+    quotient = ((FloorDiv.make(x, c), 1),)
     remainder = ((Mod.make(x, c), 1),)
-    k = coeff // c
-    if terms.get(remainder) != k:
-        return False
-    del terms[quotient], terms[remainder]
-    add_into(terms, to_terms(x), k)
-    return True
+    f, m = terms.get(quotient, 0), terms.get(remainder, 0)
+    x_terms = split_constant(to_terms(x))[0]
+    x_coeffs = [(terms.get(mono, 0), coeff) for mono, coeff in x_terms.items()]
+    candidates = {m} | {-present // coeff for present, coeff in x_coeffs if present % coeff == 0}
+    if f % c == 0:
+        candidates.add(f // c)
 
+    def rank(t: int) -> tuple:
+        q_coeff, r_coeff = f - c * t, m - t
+        x_count = sum(present + t * coeff != 0 for present, coeff in x_coeffs)
+        atoms = (q_coeff != 0) + (r_coeff != 0)
+        return (atoms, atoms + x_count, r_coeff != 0, abs(q_coeff), q_coeff < 0)
 
-def _fold_with_dividend(terms: Terms, quotient: Monomial, coeff: int) -> bool:
-    """``k * x - k * c * (x // c) -> k * (x % c)`` when every term of ``k * x`` is present."""
-    x, c = quotient[0][0].a, quotient[0][0].b
-    k = -coeff // c
-    dividend, _ = split_constant(to_terms(x))
-    if not dividend or any(terms.get(m) != k * x_coeff for m, x_coeff in dividend.items()):
+    best = min(candidates, key=rank)
+    if best == 0:
         return False
-    del terms[quotient]
-    add_into(terms, to_terms(x), -k)
-    add_into(terms, to_terms(mod(x, c)), k)
+    add_into(terms, to_terms(x), best)
+    add_into(terms, {quotient: -c * best})
+    add_into(terms, to_terms(mod(x, c)), -best)
     return True
 
 
@@ -216,9 +226,22 @@ def _floordiv_remainder(r: Dim, c: int) -> Dim:
     lo, hi = _bounds.interval(r, {})
     if floor_of(lo, c) == floor_of(hi, c) and lo != -_bounds.INF:
         return lo // c
-    if isinstance(r, FloorDiv) and isinstance(r.b, int):
-        return FloorDiv.make(r.a, r.b * c)
+    inner = _inner_quotient(r)
+    if inner is not None:
+        # (p + x // d) // c == (d * p + x) // (d * c) for d, c > 0 and integer p
+        rest, (x, d) = inner
+        return floordiv(add(mul(rest, d), x), d * c)
     return FloorDiv.make(r, c)
+
+
+def _inner_quotient(r: Expr) -> tuple[Dim, tuple[Dim, int]] | None:
+    """``(p, (x, d))`` when ``r == p + x // d`` with a constant ``d``, else None."""
+    for monomial, coeff in to_terms(r).items():
+        if coeff == 1 and len(monomial) == 1 and monomial[0][1] == 1:
+            atom = monomial[0][0]
+            if isinstance(atom, FloorDiv) and isinstance(atom.b, int):
+                return sub(r, atom), (atom.a, atom.b)
+    return None
 
 
 def floor_of(x: float | int, c: int) -> float | int:
@@ -271,107 +294,12 @@ def _mod_symbolic(a: Dim, b: Expr) -> Dim:
     return Mod.make(a, b)
 
 
-# min and max ------------------------------------------------------------------------
-
-
-def min_(a: Dim, b: Dim, *rest: Dim) -> Dim:
-    """The minimum of dims (public as ``relax.min``); ints are accepted."""
-    return _extremum(Min, tuple(as_dim(x) for x in (a, b, *rest)))
-
-
-def max_(a: Dim, b: Dim, *rest: Dim) -> Dim:
-    """The maximum of dims (public as ``relax.max``); ints are accepted."""
-    return _extremum(Max, tuple(as_dim(x) for x in (a, b, *rest)))
-
-
-def _extremum(kind: type[Min] | type[Max], args: tuple[Dim, ...]) -> Dim:
-    pick = min if kind is Min else max
-    if all(isinstance(arg, int) for arg in args):
-        return pick(args)
-    # Shared terms come out first, so that min(x + t, y + t) stays min(x, y) + t even
-    # when t is itself an extremum that flattening would distribute.
-    common = _common_part(args)
-    flat = [part for arg in args for part in _flatten(kind, sub(arg, common))]
-    constants = [arg for arg in flat if isinstance(arg, int)]
-    unique = sorted({arg for arg in flat if not isinstance(arg, int)}, key=dim_key)
-    if constants:
-        unique.insert(0, pick(constants))
-    kept = _undominated(unique, kind is Min)
-    if len(kept) == 1:
-        return add(kept[0], common)
-    return add(_normalised_extremum(kind, kept), common)
-
-
-def _flatten(kind: type[Min] | type[Max], arg: Dim) -> list[Dim]:
-    """Operands of nested extrema, also through a positive factor and added terms:
-    ``min(min(x, y) * 2 + t, z) -> min(x * 2 + t, y * 2 + t, z)``."""
-    if isinstance(arg, kind):
-        return [flat for inner in arg.args for flat in _flatten(kind, inner)]
-    if isinstance(arg, Poly):
-        for monomial, coeff in arg.terms:
-            atom = monomial[0][0]
-            if coeff > 0 and len(monomial) == 1 and monomial[0][1] == 1 and isinstance(atom, kind):
-                rest = sub(arg, mul(coeff, atom))
-                return [
-                    flat
-                    for inner in atom.args
-                    for flat in _flatten(kind, add(mul(coeff, inner), rest))
-                ]
-    return [arg]
-
-
-def _undominated(args: list[Dim], is_min: bool) -> list[Dim]:
-    """The operands that no other provably beats; of equal ones the first stays."""
-    kept: list[Dim] = []
-    for arg in args:
-        if any(_beats(other, arg, is_min) for other in kept):
-            continue
-        kept = [other for other in kept if not _beats(arg, other, is_min)]
-        kept.append(arg)
-    return kept
-
-
-def _beats(x: Dim, y: Dim, is_min: bool) -> bool:
-    """``x <= y`` (for min) or ``x >= y`` (for max) for every value of the symbols."""
-    diff = sub(x, y)
-    return _bounds.upper(diff) <= 0 if is_min else _bounds.lower(diff) >= 0
-
-
-def _normalised_extremum(kind: type[Min] | type[Max], args: list[Dim]) -> Dim:
-    """``kind(args)`` with shared terms and a common positive factor taken out; the
-    operands that remain have non-negative coefficients and no shared term."""
-    common = _common_part(args)
-    shifted = [sub(arg, common) for arg in args]
-    factor = 0
-    for arg in shifted:
-        factor = gcd(factor, content(to_terms(arg)))
-    if factor > 1:
-        shifted = [floordiv(arg, factor) for arg in shifted]
-    shifted.sort(key=dim_key)
-    return add(mul(kind.make(tuple(shifted)), max(factor, 1)), common)
-
-
-def _common_part(args: list[Dim]) -> Dim:
-    """Per monomial, the smallest coefficient among the operands (absent counts as 0).
-
-    Taking it out of every operand is exact (``min(x + t, y + t) == min(x, y) + t``)
-    and makes operands that differ only by shared terms canonical:
-    ``min(n * 2, n + q) -> min(n, q) + n``, ``min(n + 3, 5) -> min(2, n) + 3``.
-    """
-    opened = [to_terms(arg) for arg in args]
-    monomials = {monomial for terms in opened for monomial in terms}
-    shared = {mono: min(terms.get(mono, 0) for terms in opened) for mono in monomials}
-    return close(shared)
-
-
 __all__ = [
     "add",
     "as_dim",
     "as_dim_or_none",
     "close",
     "floordiv",
-    "max_",
-    "min_",
     "mod",
     "mul",
     "neg",

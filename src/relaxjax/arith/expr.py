@@ -21,9 +21,10 @@ Canonical print order (stable; ``parse_dim(str(e)) == e``):
   group ordered by its text;
 - a term is its factors joined by ``" * "`` (a power repeats the factor), followed by
   ``" * k"`` when its coefficient ``k`` is not 1: ``"m * n * 2"``, ``"n * n"``;
-- signs join terms (``"n - m * 2 - 1"``); a leading negative term prints as ``"-n"``
+- signs join terms (``"m - n * 2 - 1"``); a leading negative term prints as ``"-n"``
   or ``"-n * 2"``;
-- ``"a // b"`` and ``"a % b"`` parenthesise a compound operand and are themselves
+- ``"a // b"`` and ``"a % b"`` parenthesise a compound operand (a sum, product,
+  ``//`` or ``%``) and are themselves
   parenthesised inside a product or after a sign: ``"(n + 1) // 2"``,
   ``"(n // 2) * 3"``; ``"min(a, b)"`` and ``"max(a, b)"`` list operands in dim
   order (integers first).
@@ -193,7 +194,7 @@ class Expr:
         return self
 
     def __abs__(self) -> Dim:
-        return _algebra.max_(self, _algebra.neg(self))
+        return _extremum.max_(self, _algebra.neg(self))
 
     # three-valued comparisons, raising when undecidable ---------------------------
 
@@ -376,13 +377,12 @@ def _render_factor(atom: Expr, protect: bool) -> str:
 
 
 def render_operand(value: Dim, left: bool) -> str:
-    """The text of an operand of ``//`` or ``%``, parenthesised where Python needs it."""
+    """The text of an operand of ``//`` or ``%``: compound operands in parentheses
+    (``"(n + 1) // 2"``, ``"(n % 12) // 6"``), negative right-hand ints too."""
     text = str(value)
     if isinstance(value, int):
         return text if value >= 0 or left else f"({text})"
-    if isinstance(value, Poly) or (not left and isinstance(value, FloorDiv | Mod)):
-        return f"({text})"
-    return text
+    return f"({text})" if isinstance(value, Poly | FloorDiv | Mod) else text
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -491,4 +491,5 @@ def _iter_symbols(expr: Expr) -> Iterator[Sym]:
 # nodes, so they are bound once every class here exists.
 from relaxjax.arith import algebra as _algebra  # noqa: E402
 from relaxjax.arith import compare as _compare  # noqa: E402
+from relaxjax.arith import extremum as _extremum  # noqa: E402
 from relaxjax.arith import subst as _subst  # noqa: E402

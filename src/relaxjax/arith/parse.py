@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from relaxjax.arith import algebra
+from relaxjax.arith import algebra, extremum
 from relaxjax.arith.expr import Dim, Expr, Sym
 from relaxjax.errors import ShapeError
 
@@ -30,7 +30,7 @@ _BINARY = {
     "%": algebra.mod,
 }
 
-_FUNCTIONS = {"min": algebra.min_, "max": algebra.max_}
+_FUNCTIONS = {"min": extremum.min_, "max": extremum.max_}
 
 
 def parse_dim(text: str | Dim, symbols: Mapping[str, Sym] | None = None) -> Dim:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 
-from relaxjax.arith import algebra
+from relaxjax.arith import algebra, extremum
 from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym
 from relaxjax.arith.terms import add_into, to_terms
 
@@ -81,9 +81,9 @@ def _rebuild(value: Expr, child) -> Dim:
     if isinstance(value, Mod):
         return algebra.mod(child(value.a), child(value.b))
     if isinstance(value, Min):
-        return algebra.min_(*(child(arg) for arg in value.args))
+        return extremum.min_(*(child(arg) for arg in value.args))
     if isinstance(value, Max):
-        return algebra.max_(*(child(arg) for arg in value.args))
+        return extremum.max_(*(child(arg) for arg in value.args))
     raise TypeError(f"not a dim: {value!r}")
 
 

@@ -134,7 +134,8 @@ class DotProductAttention(Op):
             f"the number of key/value heads {heads}: {text}"
         )
         ctx.require(Check("le", (1, heads), heads_message))
-        ctx.require(Check("divides", (heads, q_heads), heads_message))
+        if arith.compare(heads, "==", q_heads) is not True:
+            ctx.require(Check("divides", (heads, q_heads), heads_message))
         full = (batch, q_heads, target, source)
         for name in ("bias", "mask"):
             if name in named:

@@ -268,13 +268,13 @@ def broadcast_shapes(ctx: InferContext, shapes: Sequence[Sequence[Dim]]) -> tupl
         for i, dim in enumerate(dims):
             for earlier in dims[:i]:
                 broadcast_dim(ctx, earlier, dim, text, axis)
-        result.append(_broadcast_result(dims))
+        result.append(broadcast_result(dims))
     if any(d is None for d in result):
         return None
     return tuple(result)
 
 
-def _broadcast_result(dims: Sequence[Dim]) -> Dim | None:
+def broadcast_result(dims: Sequence[Dim]) -> Dim | None:
     """The size of an axis whose dims are pairwise compatible (checked), if provable."""
     candidates = [d for d in dims if arith.compare(d, "==", 1) is not True]
     if not candidates:
@@ -345,6 +345,7 @@ __all__ = [
     "compute_dtype",
     "broadcast_dim",
     "broadcast_infos",
+    "broadcast_result",
     "broadcast_shapes",
     "broadcast_to_shape",
     "fail",

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes
+from relaxjax import arith, dtypes, tir
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ir.struct_info import format_dims
 from relaxjax.ops.base import (
     Dim,
     InferContext,
     Op,
+    as_tensor_info,
     broadcast_to_shape,
     fail,
     operand_type,
@@ -27,6 +28,15 @@ from relaxjax.ops.base import (
     tensor_args,
     value_type,
 )
+from relaxjax.ops.kernel import (
+    KernelDims,
+    broadcast_indices,
+    broadcast_kernel,
+    convert,
+    index_dims,
+    placeholders,
+)
+from relaxjax.tir import PrimExpr, PrimFunc, te
 
 
 def _canonical_shape(shape: Sequence[Dim]) -> tuple[Dim, ...]:
@@ -50,6 +60,15 @@ def _shape_info(ctx: object, op_name: str, shape: Sequence[Dim], dtype: str) -> 
         )
         ctx.require(Check("nonneg", (dim,), message))
     return TensorInfo(shape, dtype)
+
+
+def _identity(value: PrimExpr) -> PrimExpr:
+    return value
+
+
+def as_dtype(info: StructInfo) -> str:
+    """The dtype of a tensor (or scalar) info."""
+    return as_tensor_info(info).dtype
 
 
 def _no_arrays(op_name: str, arrays: Sequence[object]) -> None:
@@ -93,6 +112,15 @@ class ConstantFill(Op):
         _no_arrays(self.name, arrays)
         shape = _concrete_shape(self.name, attrs.shape)
         return np.full(shape, self.fill, dtype=dtypes.to_numpy(attrs.dtype))
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """A kernel with no inputs writing ``fill`` everywhere."""
+        shape = KernelDims().output_shape(out_info)
+        value = convert(tir.const(self.fill, "int64"), attrs.dtype)
+        out = te.compute(shape, lambda *i: value, name=self.name)
+        return te.create_prim_func([out], name=self.name)
 
 
 @register
@@ -169,6 +197,12 @@ class Full(Op):
         shape = _concrete_shape(self.name, attrs.shape)
         return _fill_reference(fill, shape, _fill_dtype(value_type(fill), attrs.dtype))
 
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """``out[i] = fill[broadcast i]`` converted to the result's dtype."""
+        return broadcast_kernel(self.name, arg_infos, out_info, ("fill",), _identity)
+
 
 @dataclass(frozen=True, slots=True)
 class LikeAttrs:
@@ -219,6 +253,17 @@ class ConstantLike(Op):
         shape = _like_shape(self.name, like, attrs)
         return np.full(shape, self.fill, dtype=dtypes.to_numpy(dtype))
 
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """The operand is an (unread) input, so its shape can give the result's."""
+        dims = KernelDims()
+        (like,) = placeholders(dims, arg_infos, ("a",))
+        shape = like.shape if attrs.shape is None else dims.output_shape(out_info)
+        value = convert(tir.const(self.fill, "int64"), as_dtype(out_info))
+        out = te.compute(shape, lambda *i: value, name=self.name)
+        return te.create_prim_func([like, out], name=self.name)
+
 
 @register
 class ZerosLike(ConstantLike):
@@ -257,6 +302,21 @@ class FullLike(Op):
         like, fill = arrays
         dtype = attrs.dtype or dtypes.result_type(value_type(like))
         return _fill_reference(fill, _like_shape(self.name, like, attrs), dtype)
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """``out[i] = fill[broadcast i]``; ``a`` is an (unread) input."""
+        dims = KernelDims()
+        like, fill = placeholders(dims, arg_infos, ("a", "fill"))
+        shape = like.shape if attrs.shape is None else dims.output_shape(out_info)
+        dtype = as_dtype(out_info)
+
+        def body(*i: object) -> PrimExpr:
+            return convert(fill[broadcast_indices(fill.shape, shape, i)], dtype)
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([like, fill, out], name=self.name)
 
 
 # --------------------------------------------------------------------------- arange
@@ -322,9 +382,46 @@ class Arange(Op):
         if any(isinstance(v, arith.Expr) for v in bounds):
             raise TypeError(f"arange: the reference needs concrete bounds, got {bounds}")
         numpy_dtype = dtypes.to_numpy(attrs.dtype)
+        if not dtypes.is_floating(attrs.dtype):
+            # As jax: start and step are converted first, the length comes from the bounds.
+            start, step = (np.array(v).astype(numpy_dtype) for v in (attrs.start, attrs.step))
+            steps = np.arange(arange_length(*bounds), dtype=np.int64)
+            return (start + step * steps).astype(numpy_dtype)
         if attrs.dtype == "bfloat16":
             return np.arange(*bounds, dtype=np.float32).astype(numpy_dtype)
         return np.arange(*bounds, dtype=numpy_dtype)
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """``out[i] = start + step * i``; a symbolic start that is not the length
+        becomes a scalar param named as in the graph."""
+        reserved = [s.name for v in (attrs.start, attrs.stop) for s in _symbols_of(v)]
+        dims = KernelDims(reserved)
+        shape = dims.output_shape(out_info)
+        integral = all(not isinstance(v, float) for v in (attrs.start, attrs.stop, attrs.step))
+        if integral or not dtypes.is_floating(attrs.dtype):
+            start = dims.value(attrs.start) if integral else int(attrs.start)
+            step = int(attrs.step)
+
+            def body(i: object) -> PrimExpr:
+                return convert(tir.IndexExpr(start + step * index_dims((i,))[0]), attrs.dtype)
+
+        else:
+
+            def body(i: object) -> PrimExpr:
+                position = tir.cast(i, "float64")
+                value = (
+                    tir.const(attrs.start, "float64") + tir.const(attrs.step, "float64") * position
+                )
+                return convert(value, attrs.dtype)
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([out], name=self.name)
+
+
+def _symbols_of(value: Bound) -> frozenset:
+    return arith.free_symbols(value) if isinstance(value, arith.Expr) else frozenset()
 
 
 __all__ = [

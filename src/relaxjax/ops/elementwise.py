@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import dtypes
+from relaxjax import dtypes, tir
 from relaxjax.ir import StructInfo
 from relaxjax.ops.base import (
     InferContext,
     Op,
+    as_tensor_info,
     broadcast_infos,
     compute_dtype,
     operand_type,
@@ -28,6 +29,14 @@ from relaxjax.ops.base import (
     value_type,
     with_dtype,
 )
+from relaxjax.ops.kernel import (
+    KernelDims,
+    as_bool,
+    broadcast_kernel,
+    convert,
+    placeholders,
+)
+from relaxjax.tir import PrimExpr, PrimFunc, te
 
 OperandType = dtypes.Operand
 
@@ -61,9 +70,27 @@ class UnaryOp(Op):
         """The numpy computation on the converted operand."""
         raise NotImplementedError
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        """The loop-level computation of one element (operand already converted)."""
+        raise NotImplementedError
+
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         return with_dtype(x, self.result_dtype(operand_type(args[0])))
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """``out[i] = scalar(x[i])``; the result has the operand's (kernel) shape."""
+        work = self.input_dtype(operand_type(arg_infos[0]))
+        out_dtype = as_tensor_info(out_info).dtype
+        (x,) = placeholders(KernelDims(), arg_infos[:1], ("x",))
+
+        def body(*i: object) -> PrimExpr:
+            return convert(self.scalar(convert(x[i], work), attrs), out_dtype)
+
+        out = te.compute(x.shape, body, name=self.name)
+        return te.create_prim_func([x, out], name=self.name)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (x,) = arrays
@@ -100,6 +127,9 @@ class Negative(SignedUnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.negative(x)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return -x
+
 
 @register
 class Abs(UnaryOp):
@@ -109,6 +139,9 @@ class Abs(UnaryOp):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.abs(x)
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return x if x.dtype == "bool" else tir.abs(x)
 
 
 @register
@@ -120,6 +153,9 @@ class Exp(FloatUnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.exp(x)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.exp(x)
+
 
 @register
 class Log(FloatUnaryOp):
@@ -130,6 +166,9 @@ class Log(FloatUnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.log(x)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.log(x)
+
 
 @register
 class Sqrt(FloatUnaryOp):
@@ -139,6 +178,9 @@ class Sqrt(FloatUnaryOp):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.sqrt(x)
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.sqrt(x)
 
 
 @register
@@ -156,6 +198,9 @@ class Rsqrt(UnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return 1 / np.sqrt(x)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.rsqrt(x)
+
 
 @register
 class Tanh(FloatUnaryOp):
@@ -165,6 +210,9 @@ class Tanh(FloatUnaryOp):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.tanh(x)
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.tanh(x)
 
 
 @register
@@ -176,6 +224,9 @@ class Sin(FloatUnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.sin(x)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.sin(x)
+
 
 @register
 class Cos(FloatUnaryOp):
@@ -185,6 +236,9 @@ class Cos(FloatUnaryOp):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.cos(x)
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.cos(x)
 
 
 @register
@@ -198,6 +252,9 @@ class LogicalNot(UnaryOp):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.logical_not(x)
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.logical_not(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +288,9 @@ class Astype(UnaryOp):
             return source != 0
         return source.astype(dtypes.to_numpy(attrs.dtype))
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return x
+
 
 # --------------------------------------------------------------------------- n-ary
 
@@ -249,9 +309,28 @@ class BroadcastOp(Op):
         """The dtype of the result (raises ``TypeError`` for unsupported dtypes)."""
         return self.input_dtype(types)
 
+    #: Names of the kernel's input buffers.
+    operand_names: tuple[str, ...] = ("x", "y")
+
     def compute(self, *operands: np.ndarray) -> np.ndarray:
         """The numpy computation on the converted operands."""
         raise NotImplementedError
+
+    def scalar(self, *operands: PrimExpr) -> PrimExpr:
+        """The loop-level computation of one element (operands already converted)."""
+        raise NotImplementedError
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """One stage over the broadcast result: ``out[i] = scalar(x[...], y[...])``."""
+        work = self.input_dtype([operand_type(a) for a in arg_infos])
+
+        def scalar(*loads: PrimExpr) -> PrimExpr:
+            return self.scalar(*(convert(v, work) for v in loads))
+
+        names = self.operand_names[: len(arg_infos)]
+        return broadcast_kernel(self.name, arg_infos, out_info, names, scalar)
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         infos = tensor_args(self.name, args, self.num_inputs)
@@ -311,6 +390,9 @@ class Add(BroadcastOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.add(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_or(x, y) if x.dtype == "bool" else x + y
+
 
 @register
 class Subtract(ArithmeticOp):
@@ -321,6 +403,9 @@ class Subtract(ArithmeticOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.subtract(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return x - y
+
 
 @register
 class Multiply(BroadcastOp):
@@ -330,6 +415,9 @@ class Multiply(BroadcastOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.multiply(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_and(x, y) if x.dtype == "bool" else x * y
 
 
 @register
@@ -344,6 +432,9 @@ class Divide(BroadcastOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.true_divide(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return x / y
+
 
 @register
 class FloorDivide(IntegerResultOp):
@@ -354,6 +445,9 @@ class FloorDivide(IntegerResultOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.floor_divide(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return x // y
+
 
 @register
 class Mod(IntegerResultOp):
@@ -363,6 +457,9 @@ class Mod(IntegerResultOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.mod(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return x % y
 
 
 @register
@@ -382,6 +479,28 @@ class Power(IntegerResultOp):
         if x.dtype.kind == "f":
             return np.power(x, y)
         return _integer_power(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        if dtypes.is_floating(x.dtype):
+            return tir.pow(x, y)
+        # Integers go through float64 pow (exact below 2 ** 53); a negative power of 0
+        # gives 0, as the reference does.
+        power = tir.cast(tir.pow(tir.cast(x, "float64"), tir.cast(y, "float64")), x.dtype)
+        zero = tir.const(0, x.dtype)
+        return tir.select(tir.logical_and(tir.eq(x, zero), y < zero), zero, power)
+
+
+def _maximum(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    return tir.logical_or(x, y) if x.dtype == "bool" else tir.max(x, y)
+
+
+def _minimum(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    return tir.logical_and(x, y) if x.dtype == "bool" else tir.min(x, y)
+
+
+def _ordered(x: PrimExpr) -> PrimExpr:
+    """Bools compare as 0 and 1."""
+    return tir.cast(x, "int8") if x.dtype == "bool" else x
 
 
 def _integer_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
@@ -404,6 +523,9 @@ class Maximum(BroadcastOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.maximum(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _maximum(x, y)
+
 
 @register
 class Minimum(BroadcastOp):
@@ -413,6 +535,9 @@ class Minimum(BroadcastOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.minimum(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _minimum(x, y)
 
 
 @register
@@ -424,6 +549,9 @@ class Equal(ComparisonOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.equal(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.eq(x, y)
+
 
 @register
 class NotEqual(ComparisonOp):
@@ -433,6 +561,9 @@ class NotEqual(ComparisonOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.not_equal(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.ne(x, y)
 
 
 @register
@@ -444,6 +575,9 @@ class Less(ComparisonOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.less(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _ordered(x) < _ordered(y)
+
 
 @register
 class LessEqual(ComparisonOp):
@@ -453,6 +587,9 @@ class LessEqual(ComparisonOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.less_equal(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _ordered(x) <= _ordered(y)
 
 
 @register
@@ -464,6 +601,9 @@ class Greater(ComparisonOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.greater(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _ordered(x) > _ordered(y)
+
 
 @register
 class GreaterEqual(ComparisonOp):
@@ -473,6 +613,9 @@ class GreaterEqual(ComparisonOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.greater_equal(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return _ordered(x) >= _ordered(y)
 
 
 @register
@@ -484,6 +627,9 @@ class LogicalAnd(LogicalOp):
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.logical_and(x, y)
 
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_and(x, y)
+
 
 @register
 class LogicalOr(LogicalOp):
@@ -493,6 +639,9 @@ class LogicalOr(LogicalOp):
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.logical_or(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_or(x, y)
 
 
 @register
@@ -511,6 +660,18 @@ class Where(BroadcastOp):
         out = self.result_dtype(kinds)
         chosen = np.where(np.asarray(condition) != 0, _cast(x, out), _cast(y, out))
         return chosen.astype(dtypes.to_numpy(out))
+
+    operand_names = ("condition", "x", "y")
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        dtype = self.result_dtype([operand_type(a) for a in arg_infos])
+
+        def scalar(condition: PrimExpr, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+            return tir.select(as_bool(condition), convert(x, dtype), convert(y, dtype))
+
+        return broadcast_kernel(self.name, arg_infos, out_info, self.operand_names, scalar)
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,6 +706,22 @@ class Clip(BroadcastOp):
         if attrs.has_max:
             x = np.minimum(bounds.pop(0), x)
         return np.asarray(x).astype(dtypes.to_numpy(out))
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        dtype = self.result_dtype([operand_type(a) for a in arg_infos])
+        names = ("x",) + ("low",) * attrs.has_min + ("high",) * attrs.has_max
+
+        def scalar(x: PrimExpr, *bounds: PrimExpr) -> PrimExpr:
+            value, rest = convert(x, dtype), [convert(b, dtype) for b in bounds]
+            if attrs.has_min:
+                value = _maximum(rest.pop(0), value)
+            if attrs.has_max:
+                value = _minimum(rest.pop(0), value)
+            return value
+
+        return broadcast_kernel(self.name, arg_infos, out_info, names, scalar)
 
 
 __all__ = [

@@ -115,17 +115,17 @@ class Take(Op):
             shape = a.shape[:axis] + indices.shape + a.shape[axis + 1 :]
             return np.zeros(shape, a.dtype)
         if attrs.mode == "clip":
-            return np.take(a, np.clip(indices, 0, size - 1), axis=axis)
+            return np.asarray(np.take(a, np.clip(indices, 0, size - 1), axis=axis))
         if attrs.mode == "wrap":
-            return np.take(a, indices % size, axis=axis)
+            return np.asarray(np.take(a, indices % size, axis=axis))
         wrapped = np.where(indices < 0, indices + size, indices)
         if attrs.mode == "index":
-            return np.take(a, np.clip(wrapped, 0, size - 1), axis=axis)
+            return np.asarray(np.take(a, np.clip(wrapped, 0, size - 1), axis=axis))
         valid = (wrapped >= 0) & (wrapped < size)
         gathered = np.take(a, np.where(valid, wrapped, 0), axis=axis)
         mask = valid.reshape((1,) * axis + indices.shape + (1,) * (a.ndim - axis - 1))
         fill = np.asarray(fill_value(dtypes.canonical(a.dtype))).astype(a.dtype)
-        return np.where(mask, gathered, fill)
+        return np.asarray(np.where(mask, gathered, fill))
 
 
 # --------------------------------------------------------------------------- strided_slice
@@ -197,19 +197,23 @@ def _wrapped(bound: Dim, size: Dim) -> Dim:
     return bound + size * arith.min_(arith.max_(-bound, 0), 1)
 
 
-def _clamp(value: Dim, lo: Dim, hi: Dim) -> Dim:
-    return arith.min_(arith.max_(value, lo), hi)
-
-
 def slice_extent(size: Dim, begin: Dim | None, end: Dim | None, step: Dim) -> tuple[Dim, Dim]:
     """``(start, length)`` of ``range(size)[begin:end:step]``: element ``j`` of the slice
-    is element ``start + j * step`` of the axis."""
+    is element ``start + j * step`` of the axis (``start`` is meaningful when
+    ``length > 0``).
+
+    With ``b``/``e`` the wrapped bounds, Python clamps them to ``[0, size]`` (to
+    ``[-1, size - 1]`` for a negative step) before taking
+    ``ceil((stop - start) / step)``; clamping only the side that can matter gives the
+    same length and simpler expressions: ``max((min(e, size) - max(b, 0) + step - 1)
+    // step, 0)``.
+    """
     if step_sign(step) > 0:
-        start = 0 if begin is None else _clamp(_wrapped(begin, size), 0, size)
-        stop = size if end is None else _clamp(_wrapped(end, size), 0, size)
+        start = 0 if begin is None else arith.max_(_wrapped(begin, size), 0)
+        stop = size if end is None else arith.min_(_wrapped(end, size), size)
         return start, arith.max_(arith.floordiv(stop - start + step - 1, step), 0)
-    start = size - 1 if begin is None else _clamp(_wrapped(begin, size), -1, size - 1)
-    stop = -1 if end is None else _clamp(_wrapped(end, size), -1, size - 1)
+    start = size - 1 if begin is None else arith.min_(_wrapped(begin, size), size - 1)
+    stop = -1 if end is None else arith.max_(_wrapped(end, size), -1)
     return start, arith.max_(arith.floordiv(start - stop - step - 1, -step), 0)
 
 

@@ -258,15 +258,26 @@ def merge_sizes(ctx: InferContext, sizes: Sequence[Dim], what: str) -> Dim | Non
 def _label_sizes(
     ctx: InferContext, spec: EinsumSpec, infos: Sequence[TensorInfo]
 ) -> dict[str, Dim | None]:
+    """The size of every label: a label repeated within one operand (a diagonal) needs
+    equal sizes there, as in numpy; across operands a size of 1 broadcasts, as in jax."""
+    text = f"{spec.text!r} on {_shapes_text(*infos)}"
     occurrences: dict[str, list[Dim]] = {}
-    for term, info in zip(spec.inputs, infos):
+    for position, (term, info) in enumerate(zip(spec.inputs, infos)):
         letters = term.replace(ELLIPSIS, "")
         start = term.index(ELLIPSIS) if ELLIPSIS in term else len(term)
         skip = info.ndim - len(letters)
         dims = info.shape[:start] + info.shape[start + skip :]
+        first: dict[str, Dim] = {}
         for label, dim in zip(letters, dims):
-            occurrences.setdefault(label, []).append(dim)
-    text = f"{spec.text!r} on {_shapes_text(*infos)}"
+            if label in first:
+                message = (
+                    f"label {label!r} of {text} repeats in operand {position} "
+                    f"with sizes {first[label]} and {dim}"
+                )
+                require_equal(ctx, dim, first[label], message)
+            else:
+                first[label] = dim
+                occurrences.setdefault(label, []).append(dim)
     return {
         label: merge_sizes(ctx, dims, f"label {label!r} of {text}")
         for label, dims in occurrences.items()

@@ -693,6 +693,8 @@ class Pad(Op):
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = _as_input(arrays[0])
+        if x.ndim == 0:
+            return x.copy()
         fill = np.asarray(attrs.constant_value).astype(x.dtype)
         return np.pad(x, attrs.widths(self.name, x.ndim), constant_values=fill)
 

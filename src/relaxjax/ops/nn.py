@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes
+from relaxjax import arith, dtypes, tir
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ir.struct_info import format_dims
 from relaxjax.ops.base import (
     Dim,
     InferContext,
     Op,
+    as_tensor_info,
     compute_dtype,
     fail,
     normalize_axis,
@@ -32,12 +33,15 @@ from relaxjax.ops.base import (
     with_dtype,
 )
 from relaxjax.ops.elementwise import OperandType, UnaryOp
+from relaxjax.ops.kernel import KernelDims, convert, placeholders
+from relaxjax.tir import PrimExpr, PrimFunc, te
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    return _ERF(x.astype(np.float64)).astype(np.float64).astype(x.dtype)
+    values = np.asarray(x)
+    return np.asarray(_ERF(values.astype(np.float64)), dtype=np.float64).astype(values.dtype)
 
 
 def _reject(op_name: str, dtype: str, accepted: str) -> TypeError:
@@ -59,6 +63,9 @@ class Relu(UnaryOp):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.maximum(x, 0)
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.max(x, tir.const(0, x.dtype))
+
 
 class FloatOnlyUnary(UnaryOp):
     """An activation defined on floating operands only (as jax's ``logistic``)."""
@@ -79,6 +86,9 @@ class Sigmoid(FloatOnlyUnary):
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return 1 / (1 + np.exp(-x))
 
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return tir.sigmoid(x)
+
 
 @register
 class Silu(FloatOnlyUnary):
@@ -88,6 +98,9 @@ class Silu(FloatOnlyUnary):
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return x / (1 + np.exp(-x))
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        return x * tir.sigmoid(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +129,14 @@ class Gelu(UnaryOp):
             inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
             return 0.5 * x * (1 + np.tanh(inner))
         return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+    def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
+        half, one = tir.const(0.5, x.dtype), tir.const(1.0, x.dtype)
+        if attrs.approximate:
+            cube = tir.const(0.044715, x.dtype) * x * x * x
+            inner = tir.const(math.sqrt(2 / math.pi), x.dtype) * (x + cube)
+            return half * x * (one + tir.tanh(inner))
+        return half * x * (one + tir.erf(x * tir.const(1 / math.sqrt(2), x.dtype)))
 
 
 # --------------------------------------------------------------------------- softmax
@@ -182,6 +203,73 @@ class SoftmaxLike(Op):
         """The result from ``x - max(x)`` over ``axes``."""
         raise NotImplementedError
 
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """Three stages: the max over the axes, the sum of ``exp(x - max)``, the result.
+
+        Half precisions accumulate in float32.
+        """
+        (x,) = placeholders(KernelDims(), arg_infos[:1], ("x",))
+        out_dtype = as_tensor_info(out_info).dtype
+        work = compute_dtype(out_dtype).name
+        axes = normalize_axes(self.name, attrs.axes, x.ndim)
+        rows = Rows(x.shape, axes)
+
+        def value(indices: Sequence[object]) -> PrimExpr:
+            return convert(x[tuple(indices)], work)
+
+        peak = rows.reduce(te.max, value, f"{self.name}_max")
+
+        def shifted(i: Sequence[object]) -> PrimExpr:
+            return value(i) - peak[rows.kept(i)]
+
+        total = rows.reduce(te.sum, lambda i: tir.exp(shifted(i)), f"{self.name}_sum")
+
+        def body(*i: object) -> PrimExpr:
+            return convert(self.finish(shifted(i), total[rows.kept(i)]), out_dtype)
+
+        out = te.compute(x.shape, body, name=self.name)
+        return te.create_prim_func([x, out], name=self.name)
+
+    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
+        """The result from ``x - max`` and ``sum(exp(x - max))``."""
+        raise NotImplementedError
+
+
+class Rows:
+    """Indexing for a reduction over ``axes`` of ``shape``: the kept axes index the
+    reduced buffers, the reduced axes become ``te.reduce_axis`` iterators."""
+
+    def __init__(self, shape: Sequence[Dim], axes: Sequence[int]) -> None:
+        self.shape = tuple(shape)
+        self.axes = tuple(axes)
+        self.kept_shape = tuple(d for a, d in enumerate(shape) if a not in axes)
+
+    def kept(self, indices: Sequence[object]) -> tuple[object, ...]:
+        """The indices of the kept axes."""
+        return tuple(i for a, i in enumerate(indices) if a not in self.axes)
+
+    def full(self, kept: Sequence[object], reduced: Sequence[object]) -> tuple[object, ...]:
+        """Full indices from the kept indices and one index per reduced axis."""
+        kept_iter, reduced_iter = iter(kept), iter(reduced)
+        return tuple(
+            next(reduced_iter) if a in self.axes else next(kept_iter)
+            for a in range(len(self.shape))
+        )
+
+    def reduce(self, reducer, value, name: str) -> te.Tensor:
+        """A stage over the kept axes reducing ``value(full indices)`` over the others
+        (with no reduced axis, the stage is ``value`` itself)."""
+        if not self.axes:
+            return te.compute(self.kept_shape, lambda *i: value(i), name=name)
+        ks = [te.reduce_axis(self.shape[a], f"k{a}") for a in self.axes]
+
+        def body(*i: object) -> object:
+            return reducer(value(self.full(i, ks)), axis=ks)
+
+        return te.compute(self.kept_shape, body, name=name)
+
 
 @register
 class Softmax(SoftmaxLike):
@@ -193,6 +281,9 @@ class Softmax(SoftmaxLike):
         exps = np.exp(shifted)
         return exps / np.sum(exps, axis=axes, keepdims=True)
 
+    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
+        return tir.exp(shifted) / total
+
 
 @register
 class LogSoftmax(SoftmaxLike):
@@ -202,6 +293,9 @@ class LogSoftmax(SoftmaxLike):
 
     def normalize(self, shifted: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
+
+    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
+        return shifted - tir.log(total)
 
 
 # --------------------------------------------------------------------------- one_hot
@@ -257,6 +351,27 @@ class OneHot(Op):
         classes = np.arange(attrs.num_classes)
         hot = values[..., None] == classes
         return np.moveaxis(hot, -1, axis).astype(dtypes.to_numpy(attrs.dtype))
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """``out[..., c, ...] = (x[...] == c)`` with ``c`` at the new axis."""
+        dims = KernelDims()
+        (x,) = placeholders(dims, arg_infos[:1], ("x",))
+        axis = normalize_axis(self.name, attrs.axis, x.ndim + 1)
+        classes = dims.output_shape(out_info)[axis]
+        shape = x.shape[:axis] + (classes,) + x.shape[axis:]
+
+        def body(*i: object) -> PrimExpr:
+            value = x[i[:axis] + i[axis + 1 :]]
+            if dtypes.is_floating(value.dtype):
+                hot = tir.eq(value, tir.cast(i[axis], value.dtype))
+            else:
+                hot = tir.eq(tir.cast(value, "int64"), i[axis])
+            return convert(hot, attrs.dtype)
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([x, out], name=self.name)
 
 
 # --------------------------------------------------------------------------- norms
@@ -324,11 +439,66 @@ class LastAxisNorm(Op):
         x, *params = (np.asarray(a).astype(compute_dtype(out)) for a in arrays)
         if x.ndim == 0 or any(p.shape != x.shape[-1:] for p in params):
             fail(self.name, f"parameters must have shape {x.shape[-1:]}")
-        return self.normalize(x, params, attrs.eps).astype(dtypes.to_numpy(out))
+        with np.errstate(all="ignore"):  # an empty feature axis gives an empty result
+            result = self.normalize(x, params, attrs.eps)
+        return result.astype(dtypes.to_numpy(out))
 
     def normalize(self, x: np.ndarray, params: list[np.ndarray], eps: float) -> np.ndarray:
         """The numpy computation in the result's compute dtype."""
         raise NotImplementedError
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """Reductions over the last axis (one or two stages), then the scaled result.
+
+        Half precisions accumulate in float32.
+        """
+        dims = KernelDims()
+        x, *params = placeholders(dims, arg_infos, ("x", *self.param_names))
+        out_dtype = as_tensor_info(out_info).dtype
+        norm = LastAxis(x, compute_dtype(out_dtype).name, attrs.eps)
+        body = self.stages(norm, [Param(p, norm.work) for p in params])
+        out = te.compute(x.shape, lambda *i: convert(body(i), out_dtype), name=self.name)
+        return te.create_prim_func([x, *params, out], name=self.name)
+
+    def stages(self, norm: LastAxis, params: list[Param]):
+        """Build the reduction stages; return the function of the result's indices."""
+        raise NotImplementedError
+
+
+class LastAxis:
+    """The input of a last-axis normalisation, read in the working dtype."""
+
+    def __init__(self, x: te.Tensor, work: str, eps: float) -> None:
+        self.x = x
+        self.work = work
+        self.rows = Rows(x.shape, (x.ndim - 1,))
+        self.eps = tir.const(eps, work)
+        self.features = tir.cast(tir.IndexExpr(x.shape[-1]), work)
+
+    def value(self, indices: Sequence[object]) -> PrimExpr:
+        return convert(self.x[tuple(indices)], self.work)
+
+    def mean(self, stage: te.Tensor, indices: Sequence[object]) -> PrimExpr:
+        """``stage`` (a sum over the last axis) divided by the feature count."""
+        return stage[self.rows.kept(indices)] / self.features
+
+
+class Param:
+    """A per-feature parameter read at the last index, in the working dtype."""
+
+    def __init__(self, tensor: te.Tensor, work: str) -> None:
+        self.tensor = tensor
+        self.work = work
+
+    def __call__(self, indices: Sequence[object]) -> PrimExpr:
+        return convert(self.tensor[indices[-1]], self.work)
+
+
+def _mean(x: np.ndarray) -> np.ndarray:
+    """The mean over the last axis, kept (NaN, silently, for an empty axis)."""
+    return np.sum(x, axis=-1, keepdims=True) / x.dtype.type(x.shape[-1])
 
 
 @register
@@ -341,9 +511,24 @@ class LayerNorm(LastAxisNorm):
 
     def normalize(self, x: np.ndarray, params: list[np.ndarray], eps: float) -> np.ndarray:
         gamma, beta = params
-        centered = x - np.mean(x, axis=-1, keepdims=True)
-        var = np.mean(centered * centered, axis=-1, keepdims=True)
+        centered = x - _mean(x)
+        var = _mean(centered * centered)
         return centered / np.sqrt(var + x.dtype.type(eps)) * gamma + beta
+
+    def stages(self, norm: LastAxis, params: list[Param]):
+        gamma, beta = params
+        total = norm.rows.reduce(te.sum, norm.value, "layer_norm_sum")
+
+        def centered(i: Sequence[object]) -> PrimExpr:
+            return norm.value(i) - norm.mean(total, i)
+
+        square = norm.rows.reduce(te.sum, lambda i: centered(i) * centered(i), "layer_norm_var")
+
+        def body(i: Sequence[object]) -> PrimExpr:
+            scale = tir.rsqrt(norm.mean(square, i) + norm.eps)
+            return centered(i) * scale * gamma(i) + beta(i)
+
+        return body
 
 
 @register
@@ -356,8 +541,19 @@ class RmsNorm(LastAxisNorm):
 
     def normalize(self, x: np.ndarray, params: list[np.ndarray], eps: float) -> np.ndarray:
         (weight,) = params
-        mean_square = np.mean(x * x, axis=-1, keepdims=True)
+        mean_square = _mean(x * x)
         return x / np.sqrt(mean_square + x.dtype.type(eps)) * weight
+
+    def stages(self, norm: LastAxis, params: list[Param]):
+        (weight,) = params
+        square = norm.rows.reduce(
+            te.sum, lambda i: norm.value(i) * norm.value(i), "rms_norm_square"
+        )
+
+        def body(i: Sequence[object]) -> PrimExpr:
+            return norm.value(i) * tir.rsqrt(norm.mean(square, i) + norm.eps) * weight(i)
+
+        return body
 
 
 __all__ = [

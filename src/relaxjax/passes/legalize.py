@@ -109,7 +109,9 @@ def _is_tensor(expr: Expr) -> bool:
 
 
 def _is_scalar(expr: Expr) -> bool:
-    return isinstance(expr, PrimValue) or (isinstance(expr, Var) and isinstance(expr.info, PrimInfo))
+    return isinstance(expr, PrimValue) or (
+        isinstance(expr, Var) and isinstance(expr.info, PrimInfo)
+    )
 
 
 def _kernel_operands(call: Call, kernel: object, where: str) -> list[Expr]:
@@ -184,13 +186,12 @@ class _Legalizer:
     def names(self) -> list[str]:
         taken = set(self.mod.functions)
         fresh_stems = [
-            stem for kernel, stem in zip(self.kernels, self.stems)
+            stem
+            for kernel, stem in zip(self.kernels, self.stems)
             if kernel_key(kernel) not in self.existing
         ]
         fresh = iter(kernel_names(fresh_stems, taken))
-        return [
-            self.existing.get(kernel_key(kernel)) or next(fresh) for kernel in self.kernels
-        ]
+        return [self.existing.get(kernel_key(kernel)) or next(fresh) for kernel in self.kernels]
 
 
 def _call_tir(pending: _Pending, name: str) -> Binding:

@@ -14,6 +14,7 @@ Bad arguments raise ``ShapeError`` / ``TypeError`` before any kernel runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from relaxjax import backends
@@ -22,10 +23,13 @@ from relaxjax.ir import Function, IRModule
 from relaxjax.passes import default_pipeline, is_op_call
 from relaxjax.passes.walk import called_kernels
 from relaxjax.runtime.program import KernelHandle, write_program
+from relaxjax.tir import interpreter
 
 __all__ = ["Executable", "build_executable", "entry_function"]
 
-TARGETS = ("llvm",)
+#: "llvm": machine code for this CPU; "reference": kernels run by the tir reference
+#: interpreter (slow; the ground truth the tests compare against).
+TARGETS = ("llvm", "reference")
 
 
 class Executable:
@@ -106,6 +110,34 @@ def _needs_legalisation(mod: IRModule) -> bool:
     )
 
 
+def _interpreted(func: object, *args: object) -> None:
+    """Run ``func`` in the reference interpreter: ``args`` are its buffers, then the values
+    of ``func.symbols()`` (the scalar params among them are passed by name)."""
+    count = len(func.params)  # type: ignore[attr-defined]
+    scalars = {
+        source.sym.name: value
+        for source, value in zip(func.symbol_sources(), args[count:])  # type: ignore[attr-defined]
+        if source.scalar is not None
+    }
+    interpreter.run(func, *args[:count], **scalars)
+
+
+def _handles(kernels: Mapping[str, object], target: str) -> tuple[dict, dict]:
+    """Kernel handles for the program, and the compiled kernels (kept alive)."""
+    if target == "reference":
+        handles = {
+            name: KernelHandle(func, python=functools.partial(_interpreted, func))
+            for name, func in kernels.items()
+        }
+        return handles, {}
+    compiled = _compile(kernels, target)
+    handles = {
+        name: KernelHandle(kernels[name], int(compiled[name].address))  # type: ignore[attr-defined]
+        for name in kernels
+    }
+    return handles, compiled
+
+
 def _compile(kernels: Mapping[str, object], target: str) -> dict[str, object]:
     if not kernels:
         return {}
@@ -115,26 +147,25 @@ def _compile(kernels: Mapping[str, object], target: str) -> dict[str, object]:
     return dict(built)
 
 
-def build_executable(mod: IRModule, target: str = "llvm", entry: str | None = None) -> Executable:
+def build_executable(
+    mod: IRModule, target: str = "llvm", entry: str | None = None, library: bool = True
+) -> Executable:
     """Compile ``mod``'s entry function for ``target`` (see the module doc).
+
+    A module that still calls ops goes through ``passes.default_pipeline(target,
+    library=library)``: with ``library`` (the default), float matmuls run in BLAS.
 
     Raises:
         LoweringError: the target is not supported, an op cannot be lowered, or the
             module is not something the runtime can run.
     """
     if target not in TARGETS:
-        raise LoweringError(
-            f"the runtime supports target(s) {', '.join(TARGETS)}, got {target!r}"
-        )
+        raise LoweringError(f"the runtime supports target(s) {', '.join(TARGETS)}, got {target!r}")
     if _needs_legalisation(mod):
-        mod = default_pipeline(target)(mod)
+        native = target == "llvm"
+        mod = default_pipeline("llvm", library=library and native)(mod)
     function = entry_function(mod, entry)
     names = dict.fromkeys(called_kernels(function))
-    kernels = {name: mod[name] for name in names}
-    compiled = _compile(kernels, target)
-    handles = {
-        name: KernelHandle(kernels[name], int(compiled[name].address))  # type: ignore[attr-defined]
-        for name in kernels
-    }
+    handles, compiled = _handles({name: mod[name] for name in names}, target)
     run = write_program(function, handles)
     return Executable.create(mod, function, compiled, run)

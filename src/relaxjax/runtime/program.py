@@ -28,12 +28,14 @@ from relaxjax import arith, dtypes, ops
 from relaxjax.arith import Dim, Sym
 from relaxjax.errors import LoweringError, ShapeError, SourceLocation
 from relaxjax.ir import (
+    CALL_EXTERN,
     CALL_TIR,
     Binding,
     Call,
     Check,
     Constant,
     Expr,
+    ExternFunc,
     Function,
     GlobalVar,
     InferContext,
@@ -54,6 +56,7 @@ from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments
 from relaxjax.runtime.env import SymbolTable
+from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
 from relaxjax.runtime.memory import ALIGNMENT, Request, plan_memory
 from relaxjax.runtime.source import SourceWriter
@@ -61,22 +64,31 @@ from relaxjax.runtime.values import Storage, Value
 
 __all__ = ["KernelHandle", "ProgramWriter", "write_program"]
 
+
 @dataclass(frozen=True, slots=True)
 class KernelHandle:
-    """A compiled kernel as the program needs it: the PrimFunc and its entry address."""
+    """A kernel as the program needs it: the PrimFunc and either the entry address of its
+    machine code or a Python function ``(*arrays, *symbol_values)`` running it."""
 
     func: object
-    address: int
+    address: int | None = None
+    python: Callable[..., None] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.address is None) == (self.python is None):
+            raise ValueError("a KernelHandle has exactly one of address and python")
 
 
 @dataclass(slots=True)
 class _Launch:
-    """One kernel call: its buffers (inputs then outputs) and symbol value sources."""
+    """One kernel (or library function) call: its buffers (inputs then outputs), the
+    source of each symbol value, and for a library call the function."""
 
     kernel: str
     buffers: list[Value]
     symbols: list[str]
     where: str
+    extern: Callable[..., None] | None = None
 
 
 def _check_condition(check: Check, code: Callable[[Dim], str]) -> str:
@@ -120,6 +132,7 @@ class ProgramWriter:
         self.launches: list[_Launch] = []
         self.storages: list[Storage] = []
         self.storage_values: dict[Storage, Value] = {}
+        self._constants: dict[Constant, Value] = {}
         self.by_object = object_args_supported()
         self._empty = self.writer.constant(np.empty, "empty")
 
@@ -150,10 +163,13 @@ class ProgramWriter:
             return
         value = binding.value
         if isinstance(value, Call):
+            if value.op is CALL_EXTERN:
+                self.values[binding.var] = self._call_extern(value, binding, where)
+                return
             if value.op is not CALL_TIR:
                 raise LoweringError(
-                    f"{where}: the runtime runs only call_tir calls, got {value.op_name}; "
-                    "legalise the module first (relaxjax.passes.default_pipeline)"
+                    f"{where}: the runtime runs only call_tir and call_extern calls, got "
+                    f"{value.op_name}; legalise the module first (relaxjax.passes.default_pipeline)"
                 )
             self.values[binding.var] = self._call_tir(value, binding, where)
         else:
@@ -169,7 +185,10 @@ class ProgramWriter:
         if isinstance(expr, TupleGetItem):
             return self._operand(expr.tuple_value, where)[expr.index]  # type: ignore[index]
         if isinstance(expr, Constant):
-            return self._constant(np.array(expr.data, order="C"), expr.info)  # keeps 0-d
+            if expr not in self._constants:  # one copy per constant, however often it is used
+                array = np.array(expr.data, order="C")  # a C-contiguous copy; keeps 0-d
+                self._constants[expr] = self._constant(array, expr.info)
+            return self._constants[expr]
         if isinstance(expr, PrimValue):
             return self._prim_value(expr, where)
         raise LoweringError(f"{where}: the runtime cannot evaluate {expr!r}")
@@ -219,6 +238,28 @@ class ProgramWriter:
             return outputs[0]
         return _restructure(out_info, iter(outputs))
 
+    def _call_extern(self, call: Call, binding: Binding, where: str) -> object:
+        func = call.args[0]
+        assert isinstance(func, ExternFunc)
+        function = lookup_extern(func.symbol, where)
+        inputs = _flat_values(self._operand(call.args[1], where))
+        self._emit_checks(call.checks, binding.location)
+        assert call.info is not None
+        leaves = _tensor_leaves(call.info, where)
+        if any(leaf.shape is None for leaf in leaves):
+            raise LoweringError(f"{where}: a library call needs a known result shape")
+        outputs = []
+        for leaf in leaves:
+            storage = self._new_storage("kernel")
+            shape = tuple(self.symbols.code(d, where) for d in leaf.shape)
+            value = Value(leaf, shape, f"r{storage.index}", True, storage)
+            self.storage_values[storage] = value
+            outputs.append(value)
+        self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
+        if isinstance(call.info, TensorInfo):
+            return outputs[0]
+        return _restructure(call.info, iter(outputs))
+
     def _emit_checks(self, checks: Sequence[Check], location: SourceLocation | None) -> None:
         names = self.symbols.names()
         sites = {name: self.symbols.site(name) for name in names}
@@ -265,7 +306,9 @@ class ProgramWriter:
         if not isinstance(info, TensorInfo) or not isinstance(value, Value):
             raise LoweringError(f"{where}: the runtime supports match_cast of tensors only")
         if info.ndim is not None and info.ndim != len(value.shape):
-            raise LoweringError(f"{where}: match_cast of a rank-{len(value.shape)} value to {info!r}")
+            raise LoweringError(
+                f"{where}: match_cast of a rank-{len(value.shape)} value to {info!r}"
+            )
         if info.shape is None:
             return value.with_shape(info, value.shape)
         shape: list[str] = []
@@ -343,7 +386,8 @@ class ProgramWriter:
                 symbols.append(self.symbols.code(scalar_values[source.scalar], where))
             else:
                 symbols.append(buffers[source.param].shape[source.axis])
-        self.launches.append(_Launch(name, buffers, symbols, where))
+        python = self.kernels[name].python
+        self.launches.append(_Launch(name, buffers, symbols, where, python))
 
     # -- phase 3: memory ---------------------------------------------------------------------
 
@@ -381,10 +425,9 @@ class ProgramWriter:
     def _allocate_arena(self, temps: Sequence[Value]) -> None:
         requests = [self._temp_request(v) for v in temps]
         plan = plan_memory(requests)
-        code = lambda d: self.symbols.code(d, "the memory plan")  # noqa: E731
-        total = code(plan.symbolic_bytes)
+        total = self.symbols.code(plan.symbolic_bytes, "the memory plan")
         runtime_offsets: dict[int, str] = {}
-        for index, (value, request) in enumerate(zip(temps, requests)):
+        for index, value in enumerate(temps):
             slot = plan.slot_of[index]
             if plan.slot_sizes[slot] is None:
                 local = self.writer.fresh("z")
@@ -396,10 +439,11 @@ class ProgramWriter:
         u8 = self.writer.constant(np.dtype(np.uint8), "u8")
         pointer = self.writer.constant(data_pointer, "data_pointer")
         self.writer.line(f"arena = {self._empty}({total} + {ALIGNMENT}, {u8})")
-        self.writer.line(f"base = ({pointer}(arena) + {ALIGNMENT - 1}) & -{ALIGNMENT}")
+        self.writer.line(f"arena_address = {pointer}(arena)")
+        self.writer.line(f"base = (arena_address + {ALIGNMENT - 1}) & -{ALIGNMENT}")
         for index, value in enumerate(temps):
             slot = plan.slot_of[index]
-            offset = runtime_offsets.get(slot) or code(plan.offsets[slot])
+            offset = runtime_offsets.get(slot) or self.symbols.code(plan.offsets[slot], "offsets")
             self.writer.line(f"{value.ref} = base + {offset}")
             self.storage_values[value.storage] = Value(
                 value.info, value.shape, value.ref, False, value.storage
@@ -407,7 +451,29 @@ class ProgramWriter:
 
     # -- phase 4: kernels --------------------------------------------------------------------
 
+    def _emit_extern(self, launch: _Launch) -> None:
+        """A library call on numpy arrays; temporaries are viewed in the arena."""
+        refs = []
+        for value in launch.buffers:
+            current = self.storage_values.get(value.storage, value)
+            if current.by_object:
+                refs.append(current.ref)
+                continue
+            dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+            view = self.writer.constant(_arena_view, "arena_view")
+            local = self.writer.fresh("v")
+            self.writer.line(
+                f"{local} = {view}(arena, {current.ref} - arena_address, {value.shape_code}, "
+                f"{dtype})"
+            )
+            refs.append(local)
+        function = self.writer.constant(launch.extern, "extern")
+        self.writer.line(f"{function}({', '.join(refs + launch.symbols)})")
+
     def _emit_launch(self, index: int, launch: _Launch) -> None:
+        if launch.extern is not None:
+            self._emit_extern(launch)
+            return
         handle = self.kernels[launch.kernel]
         refs, signature = [], []
         for value in launch.buffers:
@@ -445,6 +511,12 @@ class ProgramWriter:
             else:  # an argument or a constant returned as is: the caller gets a copy
                 refs.append(f"{current.ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
+
+
+def _arena_view(arena: np.ndarray, start: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """The temporary at byte ``start`` of the arena as an array of ``shape``."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    return arena[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def _check_error(
@@ -532,8 +604,7 @@ def _concrete_infer(
         result = op.infer(infos, op_attrs, ctx)
         leaves = _tensor_leaves(result, op.name)
         if len(leaves) != num_leaves or any(
-            leaf.shape is None or not all(isinstance(d, int) for d in leaf.shape)
-            for leaf in leaves
+            leaf.shape is None or not all(isinstance(d, int) for d in leaf.shape) for leaf in leaves
         ):
             raise LoweringError(
                 f"{op.name}: its shape rule gave {result!r} for concrete operands {infos!r}"

@@ -30,7 +30,9 @@ class SourceWriter:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.namespace: dict[str, object] = {"__builtins__": {"min": min, "max": max, "int": int, "ValueError": ValueError}}
+        self.namespace: dict[str, object] = {
+            "__builtins__": {"min": min, "max": max, "int": int, "ValueError": ValueError}
+        }
         self._counter = itertools.count()
 
     def fresh(self, hint: str) -> str:

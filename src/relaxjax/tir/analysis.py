@@ -137,15 +137,18 @@ def _access_ranges(access: Access) -> tuple[Range, ...]:
     return tuple(ranges)
 
 
-def _union(a: tuple[Range, ...], b: tuple[Range, ...]) -> tuple[Range, ...]:
+def _union(buffer: Buffer, a: tuple[Range, ...], b: tuple[Range, ...]) -> tuple[Range, ...]:
     merged = []
-    for ra, rb in zip(a, b):
-        if ra == rb:
+    for axis, (ra, rb) in enumerate(zip(a, b)):
+        full = Range(0, buffer.shape[axis])
+        if ra in (rb, full):
             merged.append(ra)
-            continue
-        start = arith.min_(ra.start, rb.start)
-        stop = arith.max_(ra.stop, rb.stop)
-        merged.append(Range(start, stop - start))
+        elif rb == full:
+            merged.append(rb)
+        else:
+            start = arith.min_(ra.start, rb.start)
+            stop = arith.max_(ra.stop, rb.stop)
+            merged.append(Range(start, stop - start))
     return tuple(merged)
 
 
@@ -154,7 +157,9 @@ def _regions(accesses: list[Access]) -> tuple[BufferRegion, ...]:
     for access in accesses:
         ranges = _access_ranges(access)
         previous = by_buffer.get(access.buffer)
-        by_buffer[access.buffer] = ranges if previous is None else _union(previous, ranges)
+        if previous is not None:
+            ranges = _union(access.buffer, previous, ranges)
+        by_buffer[access.buffer] = ranges
     return tuple(BufferRegion(buffer, ranges) for buffer, ranges in by_buffer.items())
 
 

@@ -25,23 +25,32 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.tir.function import PrimFunc
-from relaxjax.tir.pycodegen import CompiledKernel, _alloc, compile_kernel
+from relaxjax.tir.pycodegen import CompiledKernel, compile_kernel
+from relaxjax.tir.pyruntime import alloc
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(func: PrimFunc, vectorize: bool) -> CompiledKernel:
-    return compile_kernel(func, vectorize)
+def _compiled(func: PrimFunc, vectorize: bool, reverse_parallel: bool) -> CompiledKernel:
+    return compile_kernel(func, vectorize, reverse_parallel)
 
 
-def source(func: PrimFunc, vectorize: bool = True) -> str:
+def source(func: PrimFunc, vectorize: bool = True, reverse_parallel: bool = False) -> str:
     """The Python source the interpreter runs for ``func`` (for debugging)."""
-    return _compiled(func, vectorize).source
+    return _compiled(func, vectorize, reverse_parallel).source
 
 
-def run(func: PrimFunc, *arrays: object, vectorize: bool = True, **scalars: int):
+def run(
+    func: PrimFunc,
+    *arrays: object,
+    vectorize: bool = True,
+    reverse_parallel: bool = False,
+    **scalars: int,
+):
     """Run ``func`` on ``arrays``; returns the output array (a tuple for several outputs).
 
     ``vectorize=False`` runs every loop iteration by iteration (slow; for cross-checks).
+    ``reverse_parallel=True`` runs parallel, vectorized and thread-bound loops backwards:
+    a kernel whose result changes is not order-independent where it claims to be.
     Raises ``TypeError`` for a wrong count of arrays, a non-array output, a wrong dtype or
     a missing/unknown scalar; ``ShapeError`` for a wrong rank or a shape that breaks the
     kernel's symbolic relations; ``IndexError`` for an out-of-bounds access.
@@ -60,9 +69,9 @@ def run(func: PrimFunc, *arrays: object, vectorize: bool = True, **scalars: int)
     buffers = list(given)
     for param in params[len(given) :]:
         shape = tuple(arith.evaluate(d, env) for d in param.shape)
-        buffers.append(_alloc(shape, dtypes.to_numpy(param.dtype)))
+        buffers.append(alloc(shape, dtypes.to_numpy(param.dtype)))
     values = [env[s.name] for s in func.symbols()]
-    kernel = _compiled(func, vectorize)
+    kernel = _compiled(func, vectorize, reverse_parallel)
     with np.errstate(all="ignore"):
         kernel.function(*buffers, *values)
     outputs = tuple(buffers[num_inputs:])

@@ -1,21 +1,16 @@
 """Compiles a PrimFunc to a Python function over numpy arrays (the interpreter's engine).
 
-Values are numpy scalars of the exact dtype (so float32 rounds like float32 and
-int8 wraps like int8); index math is Python ints. Loads and stores whose indices are
-not proven in bounds (by relaxing them over the enclosing loops with arith) are
-checked, as are block iterator values, so an out-of-bounds access raises
-``IndexError`` instead of wrapping around as numpy negative indices would.
-
-An innermost loop is run as one numpy operation over an index array when that is
-exactly equivalent to running its iterations in order: every buffer written in the
-loop is accessed at one index tuple that is injective in the loop variable (so the
-iterations touch disjoint elements of it), there are no nested loops, allocations,
-conditionals or lazy selects, and block inits do not depend on the loop variable.
+Values are numpy scalars of the exact dtype (so float32 rounds like float32 and int8
+wraps like int8; helpers in :mod:`relaxjax.tir.pyruntime`); index math is Python ints.
+Loads and stores whose indices are not proven in bounds (by relaxing them over the
+enclosing loops with arith) are checked, as are block iterator values, so an
+out-of-bounds access raises ``IndexError`` instead of wrapping around as numpy negative
+indices would. Innermost loops that :mod:`relaxjax.tir.fastpath` proves safe run as
+whole-array numpy operations.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,7 +19,7 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.arith import Dim
-from relaxjax.tir.analysis import collect_accesses, free_symbols, free_vars, relax_dim
+from relaxjax.tir.analysis import relax_dim
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import (
     BinOp,
@@ -39,9 +34,16 @@ from relaxjax.tir.expr import (
     UnaryOp,
     Var,
 )
-from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.fastpath import (
+    REDUCE_UFUNCS,
+    Reduction,
+    depends,
+    reduction_pattern,
+    vectorizable,
+)
 from relaxjax.tir.intrinsics import LAZY_SELECT
 from relaxjax.tir.printer import expr_text
+from relaxjax.tir.pyruntime import RUNTIME
 from relaxjax.tir.stmt import (
     Allocate,
     Block,
@@ -107,246 +109,6 @@ _BINARY = {
     "or": "_rt_np.logical_or({a}, {b})",
 }
 
-# --- run-time helpers (globals of the generated code) ---------------------------------
-
-
-def _check(index, extent, what):
-    if isinstance(index, np.ndarray):
-        if index.size and (index.min() < 0 or index.max() >= extent):
-            bad = index[(index < 0) | (index >= extent)][0]
-            raise IndexError(f"{what}: index {bad} is outside [0, {extent})")
-    elif not 0 <= index < extent:
-        raise IndexError(f"{what}: index {index} is outside [0, {extent})")
-    return index
-
-
-def _to_float32_first(x, dtype):
-    # Casts to bfloat16 round from float32 (the documented TIR semantics).
-    if dtype == _BF16 and x.dtype not in (_BF16, _F32):
-        x = x.astype(_F32)
-    return x.astype(dtype)
-
-
-def _cast(x, dtype):
-    return _to_float32_first(_as_numpy(x), dtype)
-
-
-def _as_numpy(x):
-    if isinstance(x, (int, bool)):
-        return np.int64(x)
-    return x
-
-
-def _rsqrt(x):
-    return x.dtype.type(1) / np.sqrt(x)
-
-
-def _sigmoid(x):
-    one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
-
-
-_vector_erf = np.frompyfunc(math.erf, 1, 1)
-
-
-def _erf(x):
-    # numpy has no erf: math.erf in float64, rounded to the operand's dtype.
-    if isinstance(x, np.ndarray):
-        wide = _vector_erf(x.astype(np.float64)).astype(np.float64)
-        return _to_float32_first(wide, x.dtype)
-    return _to_float32_first(np.float64(math.erf(float(x))), x.dtype)
-
-
-def _fma(a, b, c):
-    if a.dtype == np.float64:
-        return a * b + c
-    wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
-    return _to_float32_first(wide, a.dtype)
-
-
-def _select(condition, true_value, false_value):
-    return true_value if condition else false_value
-
-
-def _vselect(condition, true_value, false_value):
-    result = np.where(condition, true_value, false_value)
-    return result if result.ndim else result[()]
-
-
-def _dim_min(*args):
-    if any(isinstance(a, np.ndarray) for a in args):
-        result = args[0]
-        for a in args[1:]:
-            result = np.minimum(result, a)
-        return result
-    return min(args)
-
-
-def _dim_max(*args):
-    if any(isinstance(a, np.ndarray) for a in args):
-        result = args[0]
-        for a in args[1:]:
-            result = np.maximum(result, a)
-        return result
-    return max(args)
-
-
-def _alloc(shape, dtype):
-    if dtype.kind == "f" or dtype == _BF16:
-        return np.full(shape, np.nan, dtype=dtype)
-    return np.zeros(shape, dtype=dtype)
-
-
-def _check_iter(value, extent, what):
-    return _check(value, extent, what)
-
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-_F32 = np.dtype(np.float32)
-
-_RUNTIME: dict[str, object] = {
-    "_rt_np": np,
-    "_rt_i64": np.int64,
-    "_rt_check": _check,
-    "_rt_cast": _cast,
-    "_rt_rsqrt": _rsqrt,
-    "_rt_sigmoid": _sigmoid,
-    "_rt_erf": _erf,
-    "_rt_fma": _fma,
-    "_rt_select": _select,
-    "_rt_vselect": _vselect,
-    "_rt_alloc": _alloc,
-    "min": _dim_min,
-    "max": _dim_max,
-    "range": range,
-    "int": int,
-}
-
-
-# --- vectorization analysis ------------------------------------------------------------
-
-
-class _Shape(StmtVisitor):
-    """What a loop body contains, for the vectorization test."""
-
-    def __init__(self):
-        self.blocked = False
-        self.realizes: list[BlockRealize] = []
-        self.binders: set[str] = set()
-
-    def visit_For(self, stmt: For) -> None:
-        self.blocked = True
-
-    def visit_Allocate(self, stmt: Allocate) -> None:
-        self.blocked = True
-
-    def visit_IfThenElse(self, stmt: IfThenElse) -> None:
-        self.blocked = True
-
-    def visit_Call(self, expr: Call) -> None:
-        if expr.intrinsic == LAZY_SELECT:
-            self.blocked = True
-        super().visit_Call(expr)
-
-    def visit_LetStmt(self, stmt: LetStmt) -> None:
-        self.binders.add(stmt.var.name)
-        super().visit_LetStmt(stmt)
-
-    def visit_BlockRealize(self, stmt: BlockRealize) -> None:
-        if stmt.block.alloc_buffers:
-            self.blocked = True
-        self.realizes.append(stmt)
-        super().visit_BlockRealize(stmt)
-
-
-def _depends(node: PrimExpr | Dim, varying: set[str]) -> bool:
-    """Whether ``node`` uses a symbol or variable named in ``varying``."""
-    if isinstance(node, PrimExpr):
-        names = {s.name for s in free_symbols(node)} | {v.name for v in free_vars(node)}
-    elif isinstance(node, int):
-        return False
-    else:
-        names = {s.name for s in arith.free_symbols(node)}
-    return not names.isdisjoint(varying)
-
-
-def vectorizable(loop: For) -> bool:
-    """Whether running ``loop`` as one numpy step over its iterations is exact."""
-    shape = _Shape()
-    shape.visit_stmt(loop.body)
-    if shape.blocked:
-        return False
-    v = loop.var.name
-    varying = {v} | shape.binders
-    binding: dict[str, Dim] = {}
-    for realize in shape.realizes:
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            binding[iv.var.name] = value
-            if _depends(value, varying):
-                varying.add(iv.var.name)
-    for realize in shape.realizes:
-        predicate_varies = _depends(realize.predicate, varying)
-        if predicate_varies and realize is not loop.body:
-            return False
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            if iv.kind == "reduce" and realize.block.init is not None and _depends(value, varying):
-                return False
-    return _disjoint_writes(loop, binding)
-
-
-def _disjoint_writes(loop: For, binding: dict[str, Dim]) -> bool:
-    accesses = collect_accesses(loop.body)
-    written = {a.buffer for a in accesses if a.is_write}
-    tuples: dict[Buffer, tuple] = {}
-    for access in accesses:
-        if access.buffer not in written:
-            continue
-        if any(isinstance(i, PrimExpr) for i in access.indices):
-            return False
-        indices = tuple(arith.subs(i, binding) if binding else i for i in access.indices)
-        previous = tuples.setdefault(access.buffer, indices)
-        if previous != indices:
-            return False
-    for realize in _realizes(loop.body):
-        # A predicate that reads a buffer the loop writes would see later iterations.
-        if not written.isdisjoint(_loaded_buffers(realize.predicate)):
-            return False
-    return all(_injective(indices, loop.var) for indices in tuples.values())
-
-
-def _realizes(stmt: Stmt) -> list[BlockRealize]:
-    shape = _Shape()
-    shape.visit_stmt(stmt)
-    return shape.realizes
-
-
-class _Loads(StmtVisitor):
-    def __init__(self):
-        self.buffers: list[Buffer] = []
-
-    def visit_BufferLoad(self, expr: BufferLoad) -> None:
-        self.buffers.append(expr.buffer)
-        super().visit_BufferLoad(expr)
-
-
-def _loaded_buffers(expr: PrimExpr) -> set[Buffer]:
-    loads = _Loads()
-    loads.visit_expr(expr)
-    return set(loads.buffers)
-
-
-def _injective(indices: tuple[Dim, ...], var: arith.Sym) -> bool:
-    for index in indices:
-        if isinstance(index, int) or var not in arith.free_symbols(index):
-            continue
-        step = arith.subs(index, {var: var + 1}) - index
-        if isinstance(step, int) and step != 0:
-            return True
-    return False
-
-
-# --- code generation ---------------------------------------------------------------------
-
 
 @dataclass
 class _Frame:
@@ -356,11 +118,12 @@ class _Frame:
 
 
 class _Codegen:
-    def __init__(self, func, vectorize: bool):
+    def __init__(self, func, vectorize: bool, reverse_parallel: bool):
         self.func = func
         self.vectorize = vectorize
+        self.reverse_parallel = reverse_parallel
         self.lines: list[str] = []
-        self.globals: dict[str, object] = dict(_RUNTIME)
+        self.globals: dict[str, object] = dict(RUNTIME)
         self.counter = 0
         self.frame = _Frame()
         self.vector_var: str | None = None
@@ -513,14 +276,26 @@ class _Codegen:
         start, stop = self.dim(s.start), self.dim(s.start + s.extent)
         var = f"s_{s.var.name}"
         self.frame.ranges.append((s.var, s.start, s.extent))
-        if self.vectorize and self.vector_var is None and vectorizable(s):
+        fast = self.vectorize and self.vector_var is None
+        reduction = None
+        reverse = self.reverse_parallel and s.kind not in ("serial", "unrolled")
+        if fast and not vectorizable(s):
+            reduction = None if reverse else reduction_pattern(s)
+            fast = reduction is not None
+        if fast:
             self.emit(depth, f"{var} = _rt_np.arange({start}, {stop}, dtype=_rt_np.int64)")
             self.emit(depth, f"if {var}.size:")
             self.vector_var = var
-            self.stmt(s.body, depth + 1)
+            if reduction is None:
+                self.stmt(s.body, depth + 1)
+            else:
+                self.reduction(reduction, depth + 1)
             self.vector_var = None
         else:
-            self.emit(depth, f"for {var} in range({start}, {stop}):")
+            if reverse:
+                self.emit(depth, f"for {var} in range({stop} - 1, {start} - 1, -1):")
+            else:
+                self.emit(depth, f"for {var} in range({start}, {stop}):")
             self.loop_depth += 1
             self.stmt(s.body, depth + 1)
             self.loop_depth -= 1
@@ -528,10 +303,19 @@ class _Codegen:
 
     def stmt_BlockRealize(self, s: BlockRealize, depth: int) -> None:
         block = s.block
-        predicate = s.predicate
-        if not (isinstance(predicate, IntImm) and predicate.value == 1):
-            condition = self.expr(predicate)
-            if self.vector_var and _depends(predicate, {self.vector_var[2:]}):
+        self.realize_head(s, depth)
+        depth += 0 if _is_true(s.predicate) else 1
+        outer, self.frame = self.frame, _Frame([(iv.var, 0, iv.extent) for iv in block.iter_vars])
+        self.block_body(block, depth)
+        self.frame = outer
+
+    def realize_head(self, s: BlockRealize, depth: int) -> None:
+        """The predicate test (opening an indented scope unless it is True) and the
+        iterator bindings, checked unless proven within their extents."""
+        block = s.block
+        if not _is_true(s.predicate):
+            condition = self.expr(s.predicate)
+            if self.vector_var and depends(s.predicate, {self.vector_var[2:]}):
                 self.emit(depth, f"{self.vector_var} = {self.vector_var}[{condition}]")
                 self.emit(depth, f"if {self.vector_var}.size:")
             else:
@@ -545,8 +329,28 @@ class _Codegen:
                 )
                 code = f"_rt_check({code}, {self.dim(iv.extent)}, {what})"
             self.emit(depth, f"s_{iv.var.name} = {code}")
+
+    def reduction(self, r: Reduction, depth: int) -> None:
+        """A reduction loop as one ``ufunc.accumulate`` (see :mod:`relaxjax.tir.fastpath`)."""
+        block = r.realize.block
+        self.realize_head(r.realize, depth)
+        depth += 1 if not _is_true(r.realize.predicate) else 0
         outer, self.frame = self.frame, _Frame([(iv.var, 0, iv.extent) for iv in block.iter_vars])
-        self.block_body(block, depth)
+        target = self.access(r.store.buffer, r.store.indices, "store")
+        current = self.access(r.store.buffer, r.store.indices, "load")
+        if r.init is None:
+            init, condition = "None", "False"
+        else:
+            init = f"lambda: {self.expr(r.init.value)}"
+            reduce_vars = [iv.var.name for iv in block.iter_vars if iv.kind == "reduce"]
+            condition = " & ".join(f"(s_{name} == 0)" for name in reduce_vars)
+        ufunc = f"_rt_np.{REDUCE_UFUNCS[r.op]}"
+        terms = self.expr(r.rhs)
+        self.emit(
+            depth,
+            f"{target} = _rt_fold({ufunc}, {current}, {init}, {condition}, {terms}, "
+            f"{self.vector_var}.size)",
+        )
         self.frame = outer
 
     def stmt_Block(self, s: Block, depth: int) -> None:
@@ -561,6 +365,10 @@ class _Codegen:
             self.emit(depth, f"if {condition}:")
             self.stmt(block.init, depth + 1)
         self.stmt(block.body, depth)
+
+
+def _is_true(predicate: PrimExpr) -> bool:
+    return isinstance(predicate, IntImm) and predicate.value == 1
 
 
 def _index_text(index) -> str:
@@ -581,10 +389,11 @@ class CompiledKernel:
     source: str
 
 
-def compile_kernel(func, vectorize: bool = True) -> CompiledKernel:
+def compile_kernel(func, vectorize: bool = True, reverse_parallel: bool = False) -> CompiledKernel:
     """The Python function that runs ``func`` (arguments: param arrays, then the values
-    of ``func.symbols()``)."""
-    gen = _Codegen(func, vectorize)
+    of ``func.symbols()``). ``vectorize`` enables the fast paths; ``reverse_parallel``
+    runs the iterations of non-serial loops backwards (to expose order dependences)."""
+    gen = _Codegen(func, vectorize, reverse_parallel)
     args = [f"b_{p.name}" for p in func.params] + [f"s_{s.name}" for s in func.symbols()]
     gen.emit(0, f"def kernel_{func.name}({', '.join(args)}):")
     gen.stmt(func.body, 1)

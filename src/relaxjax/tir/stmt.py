@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.tir.buffer import Buffer, BufferRegion, as_dim
-from relaxjax.tir.expr import IndexExpr, PrimExpr, Var, as_expr, normalize_indices
+from relaxjax.tir.expr import BufferLoad, IndexExpr, PrimExpr, Var, as_expr, normalize_indices
 
 FOR_KINDS: tuple[str, ...] = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
 THREAD_TAGS: tuple[str, ...] = (
@@ -173,6 +173,13 @@ class Block(Stmt):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a block needs a non-empty name, got {self.name!r}")
         what = f"block {self.name!r}"
+        for field in ("reads", "writes"):
+            # A load (A[i, j]) stands for the point region it reads.
+            regions = tuple(
+                BufferRegion.point(r.buffer, r.indices) if isinstance(r, BufferLoad) else r
+                for r in getattr(self, field)
+            )
+            object.__setattr__(self, field, regions)
         for field, kind in (
             ("iter_vars", IterVar),
             ("reads", BufferRegion),

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from relaxjax import arith
 from relaxjax.ir import BlockBuilder
 
-__all__ = ["TraceState", "current", "tracing"]
+__all__ = ["TRACE_STACK", "TraceState", "current", "tracing"]
 
 
 class TraceState:
@@ -43,7 +43,9 @@ class TraceState:
                 return name
 
 
-_STACK: list[TraceState] = []
+#: The traces in progress, innermost last (empty outside any trace).
+TRACE_STACK: list[TraceState] = []
+_STACK = TRACE_STACK
 
 
 def current() -> TraceState | None:

@@ -28,7 +28,7 @@ from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, tracing
 from relaxjax.trace.source import user_location_in_traceback
 from relaxjax.trace.spec import ParamSpec, unify_symbols
-from relaxjax.trace.tracer import Tracer, _as_operand, attach_location
+from relaxjax.trace.tracer import Tracer, as_operand, attach_location
 
 __all__ = ["Traced", "trace_function", "function_name", "INCONCLUSIVE_ADVICE"]
 
@@ -146,7 +146,7 @@ def _outputs(state: TraceState, result: object, name: str) -> tuple[pytree.TreeD
     for path, leaf in zip(paths, leaves):
         where = f"output{path}" if path else "the output"
         try:
-            exprs.append(_as_operand(state, leaf, f"{name}()", 0, None))
+            exprs.append(as_operand(state, leaf, f"{name}()", 0, None))
         except TypeError:
             raise TypeError(
                 f"{name}(): {where} is a {type(leaf).__name__}; a traced function returns "

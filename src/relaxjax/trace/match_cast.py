@@ -23,7 +23,7 @@ from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
 from relaxjax.trace.context import current
 from relaxjax.trace.source import user_location
 from relaxjax.trace.spec import spec_of_value, unify_symbols
-from relaxjax.trace.tracer import Tracer, _as_operand, _trace_of, bind_match_cast
+from relaxjax.trace.tracer import Tracer, as_operand, bind_match_cast, check_trace
 
 __all__ = ["match_cast"]
 
@@ -41,9 +41,9 @@ def match_cast(x: object, spec: StructInfo) -> object:
     if trace is None:
         return _match_array(x, spec)
     if isinstance(x, Tracer):
-        _trace_of(x)
+        check_trace(x)
     location = user_location()
-    operand = _as_operand(trace, x, "match_cast", 0, location)
+    operand = as_operand(trace, x, "match_cast", 0, location)
     _check_dtype(operand.info, spec)
     (spec,), symbols = unify_symbols([("match_cast", spec)], known=trace.symbols, fixed=True)
     var = bind_match_cast(trace, operand, spec, location)

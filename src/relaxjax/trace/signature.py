@@ -191,35 +191,43 @@ class FastPath:
 
     When every parameter is positional, not static, and annotated with one spec or
     not at all, a call passing exactly one numpy array (or Python scalar, for an
-    unannotated parameter) per parameter is identified by the arrays' shapes and
-    dtypes alone, and its arguments are already flat. :meth:`key` returns None for
-    any other call, which then takes the general path.
+    unannotated parameter) per parameter is identified by the shapes and dtypes of
+    its unannotated arrays alone, and its arguments are already flat. :meth:`key`
+    returns None for any other call, which then takes the general path. Annotations
+    are read on the first call, not when the function is decorated.
     """
 
-    __slots__ = ("_annotated", "_arity")
+    __slots__ = ("_signature", "_annotated", "_arity")
 
     def __init__(self, signature: Signature) -> None:
+        self._signature: Signature | None = signature
+        self._annotated: tuple[bool, ...] | None = None
+        self._arity = -1
+
+    def _prepare(self, signature: Signature) -> None:
+        self._signature = None
         params = list(signature.signature.parameters.values())
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        simple = not signature.static_argnames and all(p.kind in positional for p in params)
-        self._annotated: tuple[bool, ...] | None = None
-        self._arity = len(params)
-        if simple:
-            declared = [signature.annotations[p.name] for p in params]
-            if all(d is None or d[1] == pytree.LEAF for d in declared):
-                self._annotated = tuple(d is not None for d in declared)
+        if signature.static_argnames or any(p.kind not in positional for p in params):
+            return
+        declared = [signature.annotations[p.name] for p in params]
+        if all(d is None or d[1] is pytree.LEAF for d in declared):
+            self._annotated = tuple(d is not None for d in declared)
+            self._arity = len(params)
 
     def key(self, args: Sequence[object]) -> Hashable | None:
         """The call's key, or None when the call needs the general path."""
-        annotated = self._annotated
-        if annotated is None or len(args) != self._arity:
+        if self._signature is not None:
+            self._prepare(self._signature)
+        if len(args) != self._arity:
             return None
-        key = []
-        for arg, is_annotated in zip(args, annotated):
+        key: list[object] = []
+        for arg, annotated in zip(args, self._annotated):  # type: ignore[arg-type]
             kind = type(arg)
             if kind is np.ndarray:
-                key.append(None if is_annotated else (arg.shape, arg.dtype))  # type: ignore[attr-defined]
-            elif kind in _SCALARS and not is_annotated:
+                if not annotated:  # dtype.num: a cheap int naming the dtype
+                    key.extend((arg.shape, arg.dtype.num))  # type: ignore[attr-defined]
+            elif kind in _SCALARS and not annotated:
                 key.append(kind)
             else:
                 return None

@@ -31,9 +31,19 @@ from relaxjax.ir import (
     Var,
 )
 from relaxjax.trace.context import TraceState, current
+from relaxjax.trace.methods import ArrayMethods
 from relaxjax.trace.source import user_location
 
-__all__ = ["Tracer", "emit", "attach_location", "is_operand"]
+__all__ = [
+    "Tracer",
+    "as_operand",
+    "attach_location",
+    "bind_match_cast",
+    "check_trace",
+    "emit",
+    "is_operand",
+    "wrap",
+]
 
 
 def attach_location(err: RelaxError, location: SourceLocation | None) -> RelaxError:
@@ -43,7 +53,7 @@ def attach_location(err: RelaxError, location: SourceLocation | None) -> RelaxEr
     return err
 
 
-class Tracer:
+class Tracer(ArrayMethods):
     """A traced value: a tensor (or scalar) of the function being traced.
 
     Supports ``+ - * / // % ** @`` (and their reflected forms), unary ``-``,
@@ -112,7 +122,7 @@ class Tracer:
         return self._bind_shape(self.ndim)
 
     def _bind_shape(self, ndim: int) -> tuple[arith.Dim, ...]:
-        trace = _trace_of(self)
+        trace = check_trace(self)
         names = [trace.fresh_symbol_name("_d") for _ in range(ndim)]
         spec = TensorInfo(tuple(arith.sym(name) for name in names), self.dtype)
         var = bind_match_cast(trace, self._var, spec, user_location())
@@ -271,89 +281,6 @@ class Tracer:
     def __ge__(self, other: object) -> Tracer:
         return _binary("greater_equal", self, other)
 
-    # -- array methods (the relaxjax.numpy functions of the same names) ---------------------
-
-    def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy_shape import getitem  # the wrappers sit on top of emit
-
-        return getitem(self, key)
-
-    @property
-    def T(self) -> Tracer:  # noqa: N802 - numpy's name
-        """The transpose (all axes reversed)."""
-        return _rnp().transpose(self)
-
-    def transpose(self, *axes: int | Sequence[int]) -> Tracer:
-        """``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``."""
-        if len(axes) == 1 and not isinstance(axes[0], int):
-            axes = tuple(axes[0])  # type: ignore[arg-type]
-        return _rnp().transpose(self, tuple(axes) if axes else None)
-
-    def reshape(self, *shape: object) -> Tracer:
-        """``x.reshape(n, -1)`` or ``x.reshape((n, -1))``; dims may be symbolic."""
-        if len(shape) == 1 and isinstance(shape[0], tuple | list):
-            shape = tuple(shape[0])
-        return _rnp().reshape(self, shape)
-
-    def astype(self, dtype: object) -> Tracer:
-        """This value converted to ``dtype``."""
-        return _rnp().astype(self, dtype)
-
-    def swapaxes(self, axis1: int, axis2: int) -> Tracer:
-        """``relaxjax.numpy.swapaxes(x, axis1, axis2)``."""
-        return _rnp().swapaxes(self, axis1, axis2)
-
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Tracer:
-        """``relaxjax.numpy.squeeze(x, axis)``."""
-        return _rnp().squeeze(self, axis)
-
-    def sum(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.sum(x, ...)``."""
-        return _rnp().sum(self, *args, **kwargs)
-
-    def mean(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.mean(x, ...)``."""
-        return _rnp().mean(self, *args, **kwargs)
-
-    def max(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.max(x, ...)``."""
-        return _rnp().max(self, *args, **kwargs)
-
-    def min(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.min(x, ...)``."""
-        return _rnp().min(self, *args, **kwargs)
-
-    def prod(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.prod(x, ...)``."""
-        return _rnp().prod(self, *args, **kwargs)
-
-    def var(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.var(x, ...)``."""
-        return _rnp().var(self, *args, **kwargs)
-
-    def argmax(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.argmax(x, ...)``."""
-        return _rnp().argmax(self, *args, **kwargs)
-
-    def argmin(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.argmin(x, ...)``."""
-        return _rnp().argmin(self, *args, **kwargs)
-
-    def cumsum(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.cumsum(x, ...)``."""
-        return _rnp().cumsum(self, *args, **kwargs)
-
-    def clip(self, *args: object, **kwargs: object) -> Tracer:
-        """``relaxjax.numpy.clip(x, ...)``."""
-        return _rnp().clip(self, *args, **kwargs)
-
-
-def _rnp():
-    """The public array-op wrappers; imported on use, since they are built on :func:`emit`."""
-    import relaxjax.numpy as rnp
-
-    return rnp
-
 
 def is_operand(value: object) -> bool:
     """Whether ``value`` can be an operand of a traced op (else operators defer)."""
@@ -411,7 +338,7 @@ def emit(op_name: str, args: Sequence[object], attrs: object = None) -> Tracer |
     if trace is None:
         return _eager(op, args, attrs)
     location = user_location(2)
-    operands = tuple(_as_operand(trace, arg, op_name, i, location) for i, arg in enumerate(args))
+    operands = tuple(as_operand(trace, arg, op_name, i, location) for i, arg in enumerate(args))
     try:
         var = trace.builder.call(op, operands, attrs, location=location)
     except RelaxError as err:
@@ -443,7 +370,8 @@ def bind_match_cast(
     return result
 
 
-def _trace_of(tracer: Tracer) -> TraceState:
+def check_trace(tracer: Tracer) -> TraceState:
+    """The trace ``tracer`` belongs to; ``TraceError`` if that is not the trace in progress."""
     trace = current()
     if tracer._trace is not trace or not tracer._trace.active:
         raise TraceError(
@@ -455,12 +383,13 @@ def _trace_of(tracer: Tracer) -> TraceState:
     return trace  # type: ignore[return-value]
 
 
-def _as_operand(
+def as_operand(
     trace: TraceState, value: object, op_name: str, position: int, location: SourceLocation | None
 ) -> Expr:
+    """The graph expression for an op argument (see :func:`emit` for what is accepted)."""
     if isinstance(value, Tracer):
         if value._trace is not trace:
-            _trace_of(value)
+            check_trace(value)
         return value._var
     if isinstance(value, np.ndarray | np.generic):  # before float: np.float64 is a float
         return Constant(np.asarray(value))
@@ -470,7 +399,7 @@ def _as_operand(
         _check_symbols_in_scope(trace, value, op_name, location)
         return PrimValue(value, "int64", weak=True)
     if isinstance(value, tuple | list):
-        return Tuple(_as_operand(trace, v, op_name, position, location) for v in value)
+        return Tuple(as_operand(trace, v, op_name, position, location) for v in value)
     if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__array__"):
         return Constant(np.asarray(value))
     raise TypeError(

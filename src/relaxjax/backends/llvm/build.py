@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from ...errors import LoweringError
 from ...tir.function import PrimFunc
 from .cache import cache_key, count, read_entry, write_entry
-from .codegen import emit_module
+from .codegen import emit_module, named_kernels
 from .gomp import ensure_libgomp
 from .jit import LoadedLibrary, compile_object, load_object
 from .kernel import CompiledKernel
@@ -40,26 +40,24 @@ def build(
     """Compile kernels to x86-64 machine code and load them into this process.
 
     Args:
-        func_or_funcs: one ``tir.PrimFunc``, or several (a sequence, or a mapping
-            whose values are the kernels) compiled as one LLVM module.
+        func_or_funcs: one ``tir.PrimFunc``, or several compiled as one LLVM module:
+            a sequence (named by ``PrimFunc.name``, which must be distinct) or a
+            mapping name -> PrimFunc (named by its keys).
         target: ``"llvm"`` (the host CPU) or a :class:`Target`.
         fast_math: allow LLVM to reassociate and contract float math (vectorises float
             reductions; results may differ in the last bits). Default: IEEE semantics.
 
     Returns:
-        A :class:`CompiledKernel` for one PrimFunc, else a dict kernel name -> kernel.
+        A :class:`CompiledKernel` for one PrimFunc, else a dict name -> CompiledKernel.
 
     Raises:
         LoweringError: the target is not a CPU target, or a kernel cannot be lowered.
     """
     resolved = _resolve_target(target)
+    kernels = build_kernels(named_kernels(func_or_funcs), resolved, fast_math)
     if isinstance(func_or_funcs, PrimFunc):
-        return build_kernels([func_or_funcs], resolved, fast_math)[func_or_funcs.name]
-    funcs = list(func_or_funcs.values() if isinstance(func_or_funcs, Mapping) else func_or_funcs)
-    for func in funcs:
-        if not isinstance(func, PrimFunc):
-            raise TypeError(f"build expects tir.PrimFunc kernels, given {type(func).__name__}")
-    return build_kernels(funcs, resolved, fast_math)
+        return kernels[func_or_funcs.name]
+    return kernels
 
 
 def _resolve_target(target: str | Target) -> Target:
@@ -71,24 +69,21 @@ def _resolve_target(target: str | Target) -> Target:
 
 
 def build_kernels(
-    funcs: Sequence[PrimFunc], target: Target, fast_math: bool = False
+    kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool = False
 ) -> dict[str, CompiledKernel]:
-    """Compile ``funcs`` together for ``target``; a dict kernel name -> CompiledKernel."""
-    if not funcs:
+    """Compile ``kernels`` (name -> PrimFunc) together for ``target``; name -> CompiledKernel."""
+    if not kernels:
         return {}
-    emitted = emit_module(funcs, target, fast_math)
+    emitted = emit_module(kernels, target, fast_math)
     if emitted.uses_parallel:
         ensure_libgomp()
     key = cache_key(emitted.ir_text, target.cache_identity())
     library = _load(key, emitted.ir_text, tuple(emitted.symbols.values()), target)
     return {
-        func.name: CompiledKernel(
-            func,
-            emitted.symbols[func.name],
-            library.addresses[emitted.symbols[func.name]],
-            library,
+        name: CompiledKernel(
+            func, emitted.symbols[name], library.addresses[emitted.symbols[name]], library
         )
-        for func in funcs
+        for name, func in kernels.items()
     }
 
 

@@ -1,6 +1,7 @@
 """PrimFuncs to one LLVM module, with the kernel ABI's exported entry points.
 
-Each kernel ``f`` becomes an exported C function (the ABI)::
+Each kernel, built under the name ``f`` (its ``PrimFunc.name``, or its key when a
+mapping of kernels is built), becomes an exported C function (the ABI)::
 
     int32_t relaxjax_f(void **buffers, int64_t *symbols);
 
@@ -16,7 +17,7 @@ The module text is verified by LLVM as soon as it is emitted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -29,14 +30,14 @@ from .jit import parse_and_verify
 from .numeric import I8, I32, I64
 from .target import Target, target_machine
 
-__all__ = ["EmittedModule", "emit_module", "export_name"]
+__all__ = ["EmittedModule", "emit_module", "export_name", "named_kernels"]
 
 SYMBOL_PREFIX = "relaxjax_"
 
 
 @dataclass(frozen=True, slots=True)
 class EmittedModule:
-    """Verified LLVM IR text for some kernels, and the exported symbol of each."""
+    """Verified LLVM IR text for some kernels, and the exported symbol of each (by name)."""
 
     ir_text: str
     symbols: dict[str, str]
@@ -48,33 +49,55 @@ def export_name(kernel_name: str) -> str:
     return f"{SYMBOL_PREFIX}{kernel_name}"
 
 
-def emit_module(funcs: Sequence[PrimFunc], target: Target, fast_math: bool) -> EmittedModule:
-    """Lower ``funcs`` into one LLVM module and verify it.
+def named_kernels(
+    funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
+) -> dict[str, PrimFunc]:
+    """Kernels by the name they are built under: a mapping's keys, else each ``func.name``.
 
     Raises:
-        LoweringError: a kernel uses something the CPU backend cannot lower, or two
-            kernels share a name.
+        TypeError: something other than a PrimFunc (or a non-str key) was given.
+        LoweringError: two kernels of a sequence share a name.
     """
-    names = [func.name for func in funcs]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise LoweringError(f"kernels built together need distinct names; repeated: {repeated}")
+    if isinstance(funcs, PrimFunc):
+        return {funcs.name: funcs}
+    if isinstance(funcs, Mapping):
+        pairs = list(funcs.items())
+    else:
+        pairs = [(getattr(func, "name", None), func) for func in funcs]
+        names = [name for name, _ in pairs]
+        repeated = sorted({n for n in names if isinstance(n, str) and names.count(n) > 1})
+        if repeated:
+            raise LoweringError(f"kernels built together need distinct names; repeated: {repeated}")
+    for name, func in pairs:
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"build expects tir.PrimFunc kernels, given {type(func).__name__}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"kernel names must be non-empty strings, given {name!r}")
+    return dict(pairs)
+
+
+def emit_module(kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool) -> EmittedModule:
+    """Lower ``kernels`` (name -> PrimFunc) into one LLVM module and verify it.
+
+    Raises:
+        LoweringError: a kernel uses something the CPU backend cannot lower.
+    """
     module = ir.Module(name="relaxjax")
     machine = target_machine(target)
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
     symbols: dict[str, str] = {}
     uses_parallel = False
-    for func in funcs:
-        context = KernelContext(func, module, target, export_name(func.name), fast_math)
+    for name, func in kernels.items():
+        context = KernelContext(func, module, target, export_name(name), fast_math)
         try:
             _emit_kernel(context)
         except LoweringError as err:
-            raise LoweringError(f"while compiling kernel {func.name}: {err.message}") from err
-        symbols[func.name] = context.symbol
+            raise LoweringError(f"while compiling kernel {name}: {err.message}") from err
+        symbols[name] = context.symbol
         uses_parallel = uses_parallel or context.uses_parallel
     text = str(module)
-    parse_and_verify(text, f"kernels {', '.join(names)}")
+    parse_and_verify(text, f"kernels {', '.join(kernels)}")
     return EmittedModule(text, symbols, uses_parallel)
 
 

@@ -13,10 +13,9 @@ parallel region must not ``fork`` (the child hangs in libgomp): use ``spawn``.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
-
-import llvmlite.binding as llvm
 
 from ...errors import LoweringError
 
@@ -34,20 +33,27 @@ GOMP_SYMBOLS = {
 
 
 @functools.cache
-def ensure_libgomp() -> None:
+def ensure_libgomp() -> ctypes.CDLL:
     """Load libgomp into the process for the JIT, once; raise if it cannot be found.
+
+    The library is opened with ``RTLD_GLOBAL`` (the JIT resolves ``GOMP_parallel``
+    through the process's global scope) and its handle is kept for the life of the
+    process. Not through ``llvm.load_library_permanently``: LLVM closes the libraries
+    it opened from a static destructor at exit, which unmaps libgomp under its worker
+    threads (a segfault at exit when they spin, ``OMP_WAIT_POLICY=active``).
 
     Raises:
         LoweringError: libgomp is not installed or lacks an entry point.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     try:
-        llvm.load_library_permanently(LIBGOMP)
-    except RuntimeError as err:
+        library = ctypes.CDLL(LIBGOMP, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+    except OSError as err:
         raise LoweringError(
             f"parallel loops need the GNU OpenMP runtime: cannot load {LIBGOMP} ({err}); "
             "install it (Debian/Ubuntu package libgomp1) or schedule the loop serially"
         ) from err
-    missing = [name for name in GOMP_SYMBOLS if not llvm.address_of_symbol(name)]
+    missing = [name for name in GOMP_SYMBOLS if not hasattr(library, name)]
     if missing:
         raise LoweringError(f"{LIBGOMP} was loaded but lacks {', '.join(missing)}")
+    return library

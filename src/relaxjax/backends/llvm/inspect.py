@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...tir.function import PrimFunc
-from .codegen import emit_module
+from .codegen import emit_module, named_kernels
 from .jit import compile_assembly, optimize
 from .target import Target, host_target
 
@@ -20,7 +20,7 @@ SOURCE_KINDS = ("ir", "optimized", "asm")
 
 
 def source(
-    funcs: PrimFunc | Sequence[PrimFunc],
+    funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
     kind: str = "ir",
     target: Target | None = None,
     fast_math: bool = False,
@@ -28,10 +28,10 @@ def source(
     """The code generated for ``funcs`` as text: ``kind`` is one of :data:`SOURCE_KINDS`."""
     if kind not in SOURCE_KINDS:
         raise ValueError(f"source kind must be one of {SOURCE_KINDS}, given {kind!r}")
-    funcs = [funcs] if isinstance(funcs, PrimFunc) else list(funcs)
+    kernels = named_kernels(funcs)
     target = target or host_target()
-    emitted = emit_module(funcs, target, fast_math)
-    what = ", ".join(f.name for f in funcs)
+    emitted = emit_module(kernels, target, fast_math)
+    what = ", ".join(kernels)
     if kind == "ir":
         return emitted.ir_text
     if kind == "optimized":

@@ -119,12 +119,8 @@ def _emit_init(emitter: FunctionEmitter, block: Block, values: list[ir.Value]) -
 
 @lowers_stmt(Block)
 def lower_block(emitter: FunctionEmitter, node: Block) -> None:
-    """A block outside a realize: allowed only without iterators (a scope for allocations)."""
-    if node.iter_vars:
-        raise LoweringError(
-            f"block {node.name!r} has iterators but no BlockRealize binding them to values"
-        )
-    _emit_block(emitter, node, [])
+    """A block outside a realize has no iterator values: refused, as by the interpreter."""
+    raise LoweringError(f"block {node.name!r} must be inside a BlockRealize")
 
 
 @lowers_stmt(BufferStore)

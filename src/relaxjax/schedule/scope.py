@@ -1,0 +1,232 @@
+"""Blocks within their scope: the statements of the enclosing block, what each block
+reads and writes in loop terms, and moving statements around.
+
+The *scope* of a block is its innermost enclosing block (the root block for the
+kernels the compute builder makes); its body is a sequence of top-level statements
+(usually one loop nest per stage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from relaxjax import arith
+from relaxjax.arith import Dim
+from relaxjax.schedule.step import fail
+from relaxjax.schedule.tree import Site, child_realizes, flatten, replace
+from relaxjax.tir.analysis import collect_accesses, relax_dim
+from relaxjax.tir.buffer import Buffer
+from relaxjax.tir.expr import IndexExpr, PrimExpr, binop
+from relaxjax.tir.functor import StmtMutator, StmtVisitor
+from relaxjax.tir.stmt import Block, BlockRealize, Evaluate, For, SeqStmt, Stmt, seq
+
+LoopRange = tuple[arith.Sym, Dim, Dim]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A load or store of a block instance in loop terms: ``indices`` use the loops
+    above the block; ``inner`` are the loops inside the block (for relaxing)."""
+
+    block: str
+    buffer: Buffer
+    indices: tuple[Dim | PrimExpr, ...]
+    is_write: bool
+    inner: tuple[LoopRange, ...]
+
+
+def scope_block(site: Site) -> Block:
+    """The block enclosing ``site`` (a kernel body always has the root block)."""
+    scope = site.scope()
+    if scope is None:
+        raise fail("schedule", "the kernel body is not inside a root block")
+    return scope
+
+
+def scope_realize(site: Site) -> BlockRealize:
+    """The BlockRealize of the scope block of ``site``."""
+    for k in range(len(site.ancestors) - 1, -1, -1):
+        if isinstance(site.ancestors[k], Block):
+            return site.ancestors[k - 1]
+    raise fail("schedule", "the kernel body is not inside a root block")
+
+
+def top_statement(site: Site) -> Stmt:
+    """The statement of the scope's body that contains ``site``."""
+    scope = scope_block(site)
+    chain = list(site.ancestors) + [site.node]
+    index = next(k for k, s in enumerate(chain) if s is scope)
+    body = scope.body
+    for stmt in chain[index + 1 :]:
+        if isinstance(stmt, SeqStmt):
+            continue
+        if any(stmt is s for s in flatten(body)):
+            return stmt
+    raise fail("schedule", "internal: statement not found in its scope")
+
+
+def top_statements(scope: Block) -> tuple[Stmt, ...]:
+    """The statements of a scope's body, in order."""
+    return flatten(scope.body)
+
+
+def exclusive_root(site: Site) -> Stmt:
+    """The outermost statement around the block at ``site`` that holds no other block."""
+    root: Stmt = site.node
+    for stmt in reversed(site.ancestors):
+        if isinstance(stmt, (Block, SeqStmt)):
+            break
+        if len(child_realizes(stmt)) != 1:
+            break
+        root = stmt
+    return root
+
+
+class _Remover(StmtMutator):
+    def __init__(self, target: Stmt):
+        self.target = target
+
+    def visit_SeqStmt(self, stmt: SeqStmt) -> Stmt:
+        kept = [self.visit_stmt(s) for s in stmt.stmts if s is not self.target]
+        if len(kept) == len(stmt.stmts) and all(a is b for a, b in zip(kept, stmt.stmts)):
+            return stmt
+        return seq(*kept)
+
+    def visit_Block(self, stmt: Block) -> Stmt:
+        if stmt.body is self.target:
+            return Block(
+                stmt.name,
+                stmt.iter_vars,
+                stmt.reads,
+                stmt.writes,
+                stmt.init,
+                Evaluate(IndexExpr(0)),
+                stmt.alloc_buffers,
+                stmt.annotations,
+            )
+        return super().visit_Block(stmt)
+
+
+def remove(body: Stmt, target: Stmt) -> Stmt:
+    """``body`` without ``target`` (an element of a sequence or a block's whole body)."""
+    return _Remover(target).visit_stmt(body)
+
+
+def insert_before(body: Stmt, anchor: Stmt, new: Stmt) -> Stmt:
+    """``body`` with ``new`` placed right before ``anchor``."""
+    return replace(body, anchor, seq(new, anchor))
+
+
+def insert_after(body: Stmt, anchor: Stmt, new: Stmt) -> Stmt:
+    """``body`` with ``new`` placed right after ``anchor``."""
+    return replace(body, anchor, seq(anchor, new))
+
+
+def with_allocs(realize: BlockRealize, allocs: Sequence[Buffer]) -> BlockRealize:
+    """The realize of a scope block whose ``alloc_buffers`` are ``allocs``."""
+    block = realize.block
+    new = Block(
+        block.name,
+        block.iter_vars,
+        block.reads,
+        block.writes,
+        block.init,
+        block.body,
+        tuple(allocs),
+        block.annotations,
+    )
+    return BlockRealize(realize.iter_values, realize.predicate, new)
+
+
+# --- accesses in loop terms ----------------------------------------------------------
+
+
+def _subs(dim, binding):
+    if isinstance(dim, (int, PrimExpr)):
+        return dim
+    return arith.subs(dim, binding)
+
+
+def instance_accesses(realize: BlockRealize) -> list[Access]:
+    """The loads and stores of a block, with its iterators replaced by their values."""
+    block = realize.block
+    binding = {iv.var.name: v for iv, v in zip(block.iter_vars, realize.iter_values)}
+    result = []
+    for access in collect_accesses(block):
+        indices = tuple(_subs(i, binding) for i in access.indices)
+        inner = tuple((v, _subs(s, binding), _subs(e, binding)) for v, s, e in access.loops)
+        result.append(Access(block.name, access.buffer, indices, access.is_write, inner))
+    return result
+
+
+class _Instances(StmtVisitor):
+    def __init__(self):
+        self.loops: list[LoopRange] = []
+        self.found: list[tuple[BlockRealize, tuple[LoopRange, ...]]] = []
+
+    def visit_For(self, stmt: For) -> None:
+        self.loops.append((stmt.var, stmt.start, stmt.extent))
+        self.visit_stmt(stmt.body)
+        self.loops.pop()
+
+    def visit_BlockRealize(self, stmt: BlockRealize) -> None:
+        self.found.append((stmt, tuple(self.loops)))
+
+
+def instances_under(stmt: Stmt) -> list[tuple[BlockRealize, tuple[LoopRange, ...]]]:
+    """The top-level block realizes under ``stmt`` with the loops between (inside
+    ``stmt``, ``stmt`` itself included when it is a loop), in program order."""
+    finder = _Instances()
+    finder.visit_stmt(stmt)
+    return finder.found
+
+
+def relaxed_region(
+    accesses: Sequence[tuple[Access, tuple[LoopRange, ...]]], buffer: Buffer
+) -> tuple[tuple[Dim, Dim], ...]:
+    """Per axis ``(low, high)`` (inclusive) covering ``accesses`` of ``buffer`` while the
+    loops listed with each access take any value; a non-affine index covers the axis."""
+    lows: list[Dim | None] = [None] * buffer.ndim
+    highs: list[Dim | None] = [None] * buffer.ndim
+    for access, loops in accesses:
+        for axis, index in enumerate(access.indices):
+            bounds = None
+            if not isinstance(index, PrimExpr):
+                bounds = relax_dim(index, tuple(loops) + access.inner)
+            low, high = bounds if bounds is not None else (0, buffer.shape[axis] - 1)
+            lows[axis] = low if lows[axis] is None else arith.min_(lows[axis], low)
+            highs[axis] = high if highs[axis] is None else arith.max_(highs[axis], high)
+    return tuple(zip(lows, highs))
+
+
+def conjunction(conditions: Sequence[PrimExpr]) -> PrimExpr | None:
+    """``a and b and ...`` (None for no condition)."""
+    result = None
+    for condition in conditions:
+        result = condition if result is None else binop("and", result, condition)
+    return result
+
+
+def writers_and_readers(scope: Block, buffer: Buffer) -> tuple[list[str], list[str]]:
+    """The names of the blocks of ``scope`` that write and that read ``buffer``."""
+    writers, readers = [], []
+    for stmt in top_statements(scope):
+        for realize, _ in instances_under(stmt):
+            for access in instance_accesses(realize):
+                if access.buffer.name != buffer.name:
+                    continue
+                names = writers if access.is_write else readers
+                if realize.block.name not in names:
+                    names.append(realize.block.name)
+    return writers, readers
+
+
+def buffers_touched(stmt: Stmt) -> tuple[set[str], set[str]]:
+    """Names of the buffers written and read by the blocks under ``stmt``."""
+    written: set[str] = set()
+    read: set[str] = set()
+    for realize, _ in instances_under(stmt):
+        for access in instance_accesses(realize):
+            (written if access.is_write else read).add(access.buffer.name)
+    return written, read
