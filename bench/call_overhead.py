@@ -9,14 +9,16 @@ It prints the median per-call time of each and the ratios to jax.jit (the target
 relaxjax within 3x of jax.jit).
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import tempfile
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+import relaxjax as relax
 
 
 def per_call_seconds(fn, args, calls: int, repeats: int = 5) -> float:
@@ -37,10 +39,6 @@ def main() -> None:
     options = parser.parse_args()
 
     os.environ.setdefault("RELAXJAX_CACHE_DIR", tempfile.mkdtemp(prefix="relaxjax-bench-"))
-    import jax
-    import jax.numpy as jnp
-
-    import relaxjax as relax
 
     jax.config.update("jax_enable_x64", True)
     a = np.arange(4, dtype=np.float32)

@@ -11,14 +11,17 @@ compiles. Then the steady-state time per call at n = 256. Run it with::
 Targets: relaxjax's total over the 24 shapes below jax.jit's.
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import tempfile
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+import relaxjax as relax
+import relaxjax.nn as rnn
 
 D_MODEL, D_HIDDEN, NUM_SHAPES, MAX_N = 1024, 4096, 24, 512
 
@@ -55,11 +58,6 @@ def main() -> None:
     options = parser.parse_args()
 
     os.environ["RELAXJAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="relaxjax-bench-")
-    import jax
-    import jax.numpy as jnp
-
-    import relaxjax as relax
-    import relaxjax.nn as rnn
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(options.seed)

@@ -10,14 +10,16 @@ It prints GB/s for relaxjax, jax.jit and numpy, and each as a fraction of the co
 bandwidth.
 """
 
-from __future__ import annotations
-
 import argparse
 import os
 import tempfile
 import time
 
+import jax
 import numpy as np
+
+import relaxjax as relax
+import relaxjax.nn as rnn
 
 ROWS, COLS, EPS = 2048, 4096, 1e-5
 
@@ -57,10 +59,6 @@ def main() -> None:
     options = parser.parse_args()
 
     os.environ.setdefault("RELAXJAX_CACHE_DIR", tempfile.mkdtemp(prefix="relaxjax-bench-"))
-    import jax
-
-    import relaxjax as relax
-    import relaxjax.nn as rnn
 
     jax.config.update("jax_enable_x64", True)
     rng = np.random.default_rng(0)

@@ -88,3 +88,12 @@ def test_invalid_target_settings_are_refused():
         replace(host_target(), opt_level=4)
     with pytest.raises(ValueError, match=r"Target.max_unroll: expected >= 0, given -1"):
         replace(host_target(), max_unroll=-1)
+
+
+def test_target_describes_its_vector_width():
+    base = host_target()
+    assert replace(base, features="+avx,+avx2,+avx512f").vector_bits == 512
+    assert replace(base, features="+avx,+avx2,-avx512f").vector_bits == 256
+    assert replace(base, features="+sse2").vector_bits == 128
+    assert base.kind == "llvm"
+    assert base.cpu in base.cache_identity() and "codegen-" in base.cache_identity()

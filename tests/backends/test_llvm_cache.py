@@ -147,7 +147,8 @@ def test_key_depends_on_ir_target_and_fast_math():
         cache.cache_key(text, portable.cache_identity()),
         cache.cache_key(text, replace(target, opt_level=2).cache_identity()),
         cache.cache_key(
-            emit_module({"other": square_func("other")}, target, False).ir_text, target.cache_identity()
+            emit_module({"other": square_func("other")}, target, False).ir_text,
+            target.cache_identity(),
         ),
     }
     assert len(keys) == 4

@@ -314,24 +314,28 @@ def test_allocations_pick_stack_prologue_heap_or_in_place_heap():
     assert '@"malloc"' in body and '@"free"' in body
 
 
-def test_a_failed_allocation_raises_memory_error():
-    # Data-dependent positions keep LLVM from eliding the allocation.
-    big = arith.sym("big")
-    tmp = Buffer("T", (big,), "float64", scope="local")
-    a, where, c = (
-        Buffer("A", (1,), "float64"),
-        Buffer("W", (2,), "int64"),
-        Buffer("C", (1,), "float64"),
-    )
-    body = Allocate(
-        tmp, tir.seq(BufferStore(tmp, a[0], (where[0],)), BufferStore(c, tmp[where[1]], (0,)))
-    )
-    func = PrimFunc("too_big", (a, where, c), body, scalar_params=(big,))
-    kernel = build(func)
-    positions = np.array([3, 3], np.int64)
-    np.testing.assert_array_equal(kernel(np.array([2.5]), positions, big=4), [2.5])
-    with pytest.raises(MemoryError, match="kernel too_big could not allocate"):
-        kernel(np.array([2.5]), positions, big=1 << 60)
+def test_a_failed_allocation_raises_memory_error(isolated):
+    # In a child: a wrong size computation here would corrupt the heap. Data-dependent
+    # positions keep LLVM from eliding the allocation. 2**61 + 1 float64 elements is a
+    # byte count that wraps to 8 in 64 bits: it must fail, not allocate 8 bytes.
+    isolated("""
+        import numpy as np, pytest
+        from relaxjax import arith, tir
+        from relaxjax.backends import build
+        from relaxjax.tir import Allocate, Buffer, BufferStore, PrimFunc
+        big = arith.sym("big")
+        tmp = Buffer("T", (big,), "float64", scope="local")
+        a, w, c = Buffer("A", (1,), "float64"), Buffer("W", (2,), "int64"), Buffer("C", (1,),
+                                                                                    "float64")
+        body = Allocate(tmp, tir.seq(BufferStore(tmp, a[0], (w[0],)),
+                                     BufferStore(c, tmp[w[1]], (0,))))
+        kernel = build(PrimFunc("too_big", (a, w, c), body, scalar_params=(big,)))
+        positions = np.array([3, 3], np.int64)
+        assert kernel(np.array([2.5]), positions, big=4)[0] == 2.5
+        for size in (1 << 60, (1 << 61) + 1):
+            with pytest.raises(MemoryError, match="kernel too_big could not allocate"):
+                kernel(np.array([2.5]), positions, big=size)
+    """)
 
 
 def test_strided_local_buffer():

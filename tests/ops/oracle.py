@@ -62,15 +62,20 @@ def dtype_params(sample: Sequence[str] = SAMPLE_DTYPES) -> list:
 # --------------------------------------------------------------------------- strategies
 
 
-def dims(symbolic: bool = True) -> st.SearchStrategy:
-    """A dim: a small int (1 often, 0 sometimes) or, when ``symbolic``, n, m, n+1, 2n."""
+def dims(symbolic: bool = True, bare: bool = False) -> st.SearchStrategy:
+    """A dim: a small int (1 often, 0 sometimes) or, when ``symbolic``, n, m, n+1, 2n
+    (only n and m when ``bare``: function parameters must bind their symbols)."""
     concrete = st.sampled_from(CONCRETE_DIMS)
-    return st.one_of(concrete, st.sampled_from(SYMBOLIC_DIMS)) if symbolic else concrete
+    if not symbolic:
+        return concrete
+    return st.one_of(concrete, st.sampled_from(SYMBOLS if bare else SYMBOLIC_DIMS))
 
 
-def shapes(min_rank: int = 0, max_rank: int = 3, symbolic: bool = True) -> st.SearchStrategy:
+def shapes(
+    min_rank: int = 0, max_rank: int = 3, symbolic: bool = True, bare: bool = False
+) -> st.SearchStrategy:
     """A shape of random rank whose dims come from :func:`dims`."""
-    return st.lists(dims(symbolic), min_size=min_rank, max_size=max_rank).map(tuple)
+    return st.lists(dims(symbolic, bare), min_size=min_rank, max_size=max_rank).map(tuple)
 
 
 def envs(low: int = 0, high: int = 4) -> st.SearchStrategy:
@@ -346,3 +351,31 @@ def check_lowering(
     interpreter.run(kernel, *inputs, out, **scalars)
     assert_close(out, expected, f"lowered {op_name}{tuple(operands)} attrs={attrs} env={env}")
     return True
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def check_eval_shape(
+    relax_fn: Callable, jax_fn: Callable, specs: Sequence[TensorInfo], env: Mapping[str, int]
+) -> object:
+    """``relax.eval_shape`` of ``relax_fn`` on symbolic ``specs`` agrees with
+    ``jax.eval_shape`` of ``jax_fn`` on the specs at symbol values ``env``.
+
+    A ``ShapeError`` while tracing means jax fails too; a deduced dim equals jax's.
+    Returns the deduced spec (or the error).
+    """
+    import relaxjax as relax
+
+    try:
+        ours = relax.eval_shape(relax_fn, *specs)
+    except ShapeError as error:
+        ours = error
+    fixed = concrete(specs, env)
+    theirs = jax_outcome(jax_fn, fixed)
+    where = f"eval_shape on {tuple(fixed)!r} env={env}"
+    if isinstance(ours, ShapeError):
+        assert isinstance(theirs, Exception), f"{where}: we raised {ours!r}, jax gives {theirs}"
+    elif not isinstance(theirs, Exception):
+        _assert_matches(ours, theirs, env, where)
+    return ours

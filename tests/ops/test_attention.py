@@ -87,6 +87,7 @@ def _jax_fn(attrs):
     return fn
 
 
+@settings(max_examples=25)
 @given(case=attention_cases(), env=envs(1, 4))
 def test_attention_with_masks_oracle(case, env):
     operands, attrs = case
@@ -94,6 +95,7 @@ def test_attention_with_masks_oracle(case, env):
     check_coarsening("dot_product_attention", operands, attrs)
 
 
+@settings(max_examples=25)
 @given(case=attention_cases(with_masks=False), env=envs())
 def test_attention_oracle(case, env):
     operands, attrs = case
@@ -134,7 +136,7 @@ def test_wrapper_traces_and_evaluates_eagerly():
 # --------------------------------------------------------------------------- numerics
 
 
-@settings(max_examples=25)
+@settings(max_examples=15)
 @given(case=attention_cases(), seed=st.integers(0, 2**16))
 def test_attention_reference_matches_jax(case, seed):
     operands, attrs = case
@@ -149,7 +151,16 @@ def test_attention_reference_matches_jax(case, seed):
     except (ValueError, TypeError, AssertionError, ZeroDivisionError):
         return
     ours = get("dot_product_attention").reference(*arrays, attrs=attrs)
-    assert_close(ours, expected, f"attention {[a.shape for a in arrays]} {attrs}")
+    _assert_close(ours, expected, f"attention {[a.shape for a in arrays]} {attrs}")
+
+
+def _assert_close(ours, expected, what=""):
+    """``assert_close``, at float32 precision for float64: jax's softmax runs in float32."""
+    if ours.dtype == np.float64:
+        assert np.asarray(expected).dtype == np.float64, what
+        np.testing.assert_allclose(ours, expected, rtol=2e-5, atol=2e-5, err_msg=what)
+    else:
+        assert_close(ours, expected, what)
 
 
 def test_fully_masked_rows_and_float64_match_jax():
@@ -160,7 +171,7 @@ def test_fully_masked_rows_and_float64_match_jax():
     mask[..., 0, :] = True
     attrs = AttentionAttrs(has_mask=True, is_causal=True)
     ours = get("dot_product_attention").reference(q, k, k, mask, attrs=attrs)
-    assert_close(ours, jax.nn.dot_product_attention(q, k, k, mask=mask, is_causal=True))
+    _assert_close(ours, jax.nn.dot_product_attention(q, k, k, mask=mask, is_causal=True))
 
 
 # --------------------------------------------------------------------------- errors

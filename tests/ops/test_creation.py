@@ -345,3 +345,65 @@ def test_arange_kernel_takes_unresolved_symbols_as_scalar_params():
     assert [s.name for s in kernel.scalar_params] == ["d0"]
     assert kernel.params[0].shape == (arith.sym("d1"),)
     assert check_lowering("arange", [], attrs, {"d0": 3, "m": 2})
+
+
+# --------------------------------------------------------------------------- relaxjax.numpy
+
+
+def test_creation_wrappers_with_symbolic_dims():
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+
+    spec = relax.Tensor(("n", 3), "float32")
+    n = arith.sym("n")
+
+    def shapes_of(fn):
+        return relax.eval_shape(fn, spec)
+
+    assert shapes_of(lambda x: rnp.zeros((x.shape[0], 4))) == TensorInfo((n, 4), "float64")
+    assert shapes_of(lambda x: rnp.ones(x.shape[0], "int8")) == TensorInfo((n,), "int8")
+    assert shapes_of(lambda x: rnp.arange(x.shape[0])) == TensorInfo((n,), "int64")
+    assert shapes_of(lambda x: rnp.arange(x.shape[0], 2 * x.shape[0])) == TensorInfo((n,), "int64")
+    assert shapes_of(lambda x: rnp.arange(1.0, 2.0, 0.25)) == TensorInfo((4,), "float64")
+    assert shapes_of(lambda x: rnp.full((2, x.shape[0], 3), x)) == TensorInfo((2, n, 3), "float32")
+    assert shapes_of(lambda x: rnp.full(x.shape, 7)) == TensorInfo((n, 3), "int64")
+    assert shapes_of(lambda x: rnp.zeros_like(x)) == spec
+    assert shapes_of(lambda x: rnp.ones_like(x, "bool", (5,))) == TensorInfo((5,), "bool")
+    assert shapes_of(lambda x: rnp.full_like(x, 2, shape=(x.shape[0],))) == TensorInfo(
+        (n,), "float32"
+    )
+
+
+def test_creation_wrappers_evaluate_eagerly_like_jax():
+    import relaxjax.numpy as rnp
+
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    cases = [
+        (rnp.zeros((2, 3)), jnp.zeros((2, 3))),
+        (rnp.ones(4, np.float16), jnp.ones(4, jnp.float16)),
+        (rnp.full((2, 2), 1.5), jnp.full((2, 2), 1.5)),
+        (rnp.full((2, 3), a[0]), jnp.full((2, 3), a[0])),
+        (rnp.zeros_like(a), jnp.zeros_like(a)),
+        (rnp.ones_like(a, shape=3), jnp.ones_like(a, shape=3)),
+        (rnp.full_like(a, 2.7), jnp.full_like(a, 2.7)),
+        (rnp.arange(5), jnp.arange(5)),
+        (rnp.arange(2, 11, 3), jnp.arange(2, 11, 3)),
+        (rnp.arange(np.int64(3)), jnp.arange(3)),
+        (rnp.arange(0.5, 2.0, 0.5, np.float32), jnp.arange(0.5, 2.0, 0.5, jnp.float32)),
+    ]
+    for ours, theirs in cases:
+        assert_close(np.asarray(ours), theirs)
+
+
+def test_creation_wrapper_errors():
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+
+    with pytest.raises(TypeError, match="a shape must be an int, a dim or a sequence"):
+        rnp.zeros(2.5)
+    with pytest.raises(TypeError, match="a dimension must be an int or a symbolic dim"):
+        rnp.ones((2, "3"))
+    with pytest.raises(TypeError, match="arange: stop must be an int, a float or a symbolic dim"):
+        relax.eval_shape(lambda x: rnp.arange(x), relax.Tensor((), "int64"))
+    with pytest.raises(ShapeError, match="negative dimensions are not allowed"):
+        rnp.zeros((2, -1))

@@ -30,6 +30,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_eval_shape,
     check_lowering,
     check_sound,
     deduce,
@@ -78,25 +79,26 @@ BINARY = {
 
 
 @st.composite
-def related_shape(draw, shape):
+def related_shape(draw, shape, bare=False):
     """A shape that often broadcasts with ``shape``: per axis the same dim, 1, or another."""
     keep = draw(st.integers(0, len(shape)))
-    tail = [draw(st.sampled_from([d, d, 1]) | dims()) for d in shape[len(shape) - keep :]]
-    head = draw(st.lists(dims(), max_size=1))
+    other = dims(bare=bare)
+    tail = [draw(st.sampled_from([d, d, 1]) | other) for d in shape[len(shape) - keep :]]
+    head = draw(st.lists(other, max_size=1))
     return tuple(head + tail)
 
 
 @st.composite
-def operand_group(draw, count, dtype=None):
+def operand_group(draw, count, dtype=None, bare=False):
     """``count`` operands: related tensors of random dtypes, sometimes a weak scalar."""
-    base = draw(shapes(max_rank=3))
+    base = draw(shapes(max_rank=3, bare=bare))
     dtype_strategy = dtype if dtype is not None else st.sampled_from(ALL_DTYPES)
     operands = []
     for _ in range(count):
         if draw(st.integers(0, 5)) == 0:
             operands.append(draw(weak_scalars()))
         else:
-            operands.append(TensorInfo(draw(related_shape(base)), draw(dtype_strategy)))
+            operands.append(TensorInfo(draw(related_shape(base, bare)), draw(dtype_strategy)))
     return operands
 
 
@@ -537,3 +539,77 @@ def test_lowering_unknown_rank_is_refused():
 
     with pytest.raises(LoweringError, match="unknown rank"):
         get("exp").lower([TensorInfo(dtype="float32")], None, TensorInfo(dtype="float32"))
+
+
+# --------------------------------------------------------------------------- relaxjax.numpy
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "divide", "power", "less", "logical_or"])
+@given(operands=operand_group(2, bare=True), env=envs())
+def test_numpy_wrappers_trace_like_jax(name, operands, env):
+    import relaxjax.numpy as rnp
+
+    tensors = [o for o in operands if isinstance(o, TensorInfo)]
+    if not tensors:
+        return
+    positions = [i for i, o in enumerate(operands) if isinstance(o, TensorInfo)]
+
+    def with_scalars(fn):
+        def call(*tensor_args):
+            args = list(operands)
+            for position, value in zip(positions, tensor_args):
+                args[position] = value
+            return fn(*args)
+
+        return call
+
+    check_eval_shape(with_scalars(getattr(rnp, name)), with_scalars(BINARY[name]), tensors, env)
+
+
+def test_operators_and_wrappers_print_one_binding_each():
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+
+    def f(x, y):
+        return rnp.where(x > 0, rnp.clip(x, 0.0), rnp.rsqrt(y)).astype("float16")
+
+    text = str(relax.jit(f).lower(relax.Tensor(("n", 4), "float32"), relax.Tensor((4,), "float32")))
+    for line in (
+        'Tensor((n, 4), "bool") = greater(x, 0)',
+        'Tensor((n, 4), "float32") = clip(x, 0.0, has_min=True, has_max=False)',
+        'Tensor((4,), "float32") = rsqrt(y)',
+        'Tensor((n, 4), "float32") = where(',
+        'Tensor((n, 4), "float16") = astype(',
+    ):
+        assert line in text, text
+
+
+def test_numpy_wrappers_evaluate_eagerly_like_jax():
+    import relaxjax.numpy as rnp
+
+    x = np.array([[1.5, -2.0, 0.5]], np.float32)
+    y = np.array([3, 0, -1], np.int32)
+    cases = [
+        (rnp.add(x, y), jnp.add(x, y)),
+        (rnp.true_divide(y, 2), jnp.true_divide(y, 2)),
+        (rnp.remainder(y, 2), jnp.remainder(y, 2)),
+        (rnp.absolute(x), jnp.absolute(x)),
+        (rnp.where(y > 0, x, 2), jnp.where(y > 0, x, 2)),
+        (rnp.clip(y, max=1), jnp.clip(y, max=1)),
+        (rnp.clip(x, -1, 1), jnp.clip(x, -1, 1)),
+        (rnp.astype(y, np.float16), y.astype(np.float16)),
+        (rnp.logical_not(y), jnp.logical_not(y)),
+    ]
+    for ours, theirs in cases:
+        assert_close(np.asarray(ours), theirs)
+
+
+def test_numpy_wrapper_errors():
+    import relaxjax.numpy as rnp
+
+    with pytest.raises(TypeError, match=r"where: pass both x and y; where\(condition\) has a data"):
+        rnp.where(np.ones(3))
+    with pytest.raises(ShapeError, match=r"add: cannot broadcast shapes \(2,\), \(3,\)"):
+        rnp.add(np.ones(2), np.ones(3))
+    with pytest.raises(TypeError, match="negative does not accept dtype bool"):
+        rnp.negative(np.ones(2, bool))

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import relaxjax.nn as rnn
 from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.ir import TensorInfo
@@ -30,6 +31,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_eval_shape,
     check_lowering,
     check_sound,
     deduce,
@@ -373,3 +375,82 @@ def test_norm_and_softmax_kernels_reduce_in_float32_for_half_precision():
     assert kernel.params[-1].dtype == "bfloat16"
     kernel = get("softmax").lower([x], AxesAttrs((-1,)), x)
     assert 'softmax_sum = alloc_buffer((d0,), "float32")' in str(kernel)
+
+
+# --------------------------------------------------------------------------- relaxjax.nn
+
+
+@pytest.mark.parametrize(
+    ("fn", "jax_fn"),
+    [
+        (lambda x: rnn.relu(x), jax.nn.relu),
+        (lambda x: rnn.gelu(x), jax.nn.gelu),
+        (lambda x: rnn.gelu(x, False), lambda x: jax.nn.gelu(x, False)),
+        (lambda x: rnn.swish(x), jax.nn.swish),
+        (lambda x: rnn.softmax(x, axis=0), lambda x: jax.nn.softmax(x, 0)),
+        (
+            lambda x: rnn.log_softmax(x, axis=None),
+            lambda x: jax.nn.log_softmax(x, axis=None),
+        ),
+        (
+            lambda x: rnn.one_hot(x.astype("int32"), 5, axis=0),
+            lambda x: jax.nn.one_hot(x.astype("int32"), 5, axis=0),
+        ),
+    ],
+)
+@given(shape=shapes(min_rank=1, max_rank=3, bare=True), env=envs())
+def test_nn_wrappers_trace_like_jax(fn, jax_fn, shape, env):
+    check_eval_shape(fn, jax_fn, [TensorInfo(shape, "float32")], env)
+
+
+def test_nn_wrappers_canonicalise_attributes_in_the_printed_graph():
+    import relaxjax as relax
+    import relaxjax.nn as rnn
+
+    def f(x, w):
+        y = rnn.softmax(rnn.gelu(x, approximate=False), axis=-1)
+        return rnn.one_hot(rnn.rms_norm(y, w).astype("int32"), x.shape[1], axis=-1)
+
+    spec = (relax.Tensor(("n", "m"), "float32"), relax.Tensor(("m",), "float32"))
+    text = str(relax.jit(f).lower(*spec))
+    for line in (
+        'Tensor((n, m), "float32") = gelu(x, approximate=False)',
+        'Tensor((n, m), "float32") = softmax(lv0, axes=(1,))',
+        'Tensor((n, m), "float32") = rms_norm(lv1, w, eps=1e-06)',
+        'Tensor((n, m, m), "float64") = one_hot(lv3, num_classes=m, dtype="float64", axis=2)',
+    ):
+        assert line in text, text
+
+
+def test_nn_wrappers_evaluate_eagerly_like_jax():
+    import relaxjax.nn as rnn
+
+    rng = np.random.default_rng(7)
+    x = random_array(rng, (2, 6), "float32")
+    g, b = random_array(rng, (6,), "float32"), random_array(rng, (6,), "float32")
+    cases = [
+        (rnn.relu(x), jax.nn.relu(x)),
+        (rnn.sigmoid(x), jax.nn.sigmoid(x)),
+        (rnn.silu(x), jax.nn.silu(x)),
+        (rnn.gelu(x), jax.nn.gelu(x)),
+        (rnn.softmax(x, axis=(0, 1)), jax.nn.softmax(x, axis=(0, 1))),
+        (rnn.log_softmax(x), jax.nn.log_softmax(x)),
+        (rnn.one_hot(np.array([0, 3]), np.int64(4)), jax.nn.one_hot(np.array([0, 3]), 4)),
+        (rnn.layer_norm(x, g, b), jax_layer_norm(x, g, b)),
+        (rnn.rms_norm(x, g, eps=1e-3), jax_rms_norm(x, g, eps=1e-3)),
+    ]
+    for ours, theirs in cases:
+        assert_close(np.asarray(ours), theirs)
+
+
+def test_nn_wrapper_errors():
+    import relaxjax as relax
+    import relaxjax.nn as rnn
+
+    with pytest.raises(TypeError, match="softmax: the where= argument is not supported"):
+        rnn.softmax(np.ones(3), where=np.ones(3, bool))
+    with pytest.raises(ShapeError, match="softmax: axis 2 is out of bounds for an array of rank 2"):
+        relax.eval_shape(lambda x: rnn.softmax(x, axis=2), relax.Tensor(("n", 3), "float32"))
+    spec = (relax.Tensor(("n", 8), "float32"), relax.Tensor((4,), "float32"))
+    with pytest.raises(ShapeError, match=r"rms_norm: weight must have shape x.shape\[-1:\]"):
+        relax.eval_shape(rnn.rms_norm, *spec)

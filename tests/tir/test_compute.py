@@ -195,6 +195,10 @@ def test_names_are_made_unique():
         ),
         (lambda a, c: te.compute((n,), lambda i: 1.5), "needs a dtype"),
         (
+            lambda a, c: te.compute((n,), lambda i: a[te.reduce_axis(n, "r")]),
+            "compute compute: uses axis r of another stage or a reduce axis it does not reduce",
+        ),
+        (
             lambda a, c: te.compute((n,), lambda i: te.sum(a[i], axis=i)),
             "axis must be reduce_axis",
         ),

@@ -97,6 +97,11 @@ def test_argument_errors(arrays, kwargs, error, message):
         run(matmul(), *arrays, **kwargs)
 
 
+def test_inputs_may_be_any_array_with_the_exact_dtype():
+    a, b = jnp.ones((2, 3), "float32"), jnp.ones((3, 4), "float32")
+    np.testing.assert_array_equal(run(matmul(), a, b), np.full((2, 4), 3.0))
+
+
 def test_scalar_params_and_symbols_bound_only_by_outputs():
     a = te.placeholder((n * 2,), "float32", "a")
     b = te.compute((n * 2,), lambda i: a[i] + 1.0, name="b")

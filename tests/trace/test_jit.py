@@ -60,6 +60,18 @@ def test_eval_shape_of_an_unannotated_function_with_specs_arrays_and_jax_structs
     )
 
 
+def test_traces_are_cached_per_symbol_bounds():
+    def f(x):
+        return x[1:]
+
+    jitted = relax.jit(f)
+    bounded = jitted.eval_shape(relax.Tensor((relax.sym("n", lower=1),), "float32"))
+    unbounded = jitted.eval_shape(relax.Tensor(("n",), "float32"))
+    assert str(bounded) == 'Tensor((n - 1,), "float32")'
+    assert str(unbounded) != str(bounded)  # n may be 0 here: not the bounded trace
+    assert jitted.eval_shape(relax.Tensor((relax.sym("n", lower=1),), "float32")) is bounded
+
+
 def test_specs_override_annotations_in_eval_shape():
     out = relax.eval_shape(mlp, relax.Tensor((5, 8), "float32"))
     assert out == relax.Tensor((5, 8), "float32")

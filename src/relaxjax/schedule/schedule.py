@@ -29,7 +29,11 @@ from collections.abc import Sequence
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule import loops as loop_prims
 from relaxjax.schedule.handles import BlockRV, LoopRV
+from relaxjax.schedule import cache as cache_prims
 from relaxjax.schedule import compute_at as compute_at_prims
+from relaxjax.schedule import inline as inline_prims
+from relaxjax.schedule import layout as layout_prims
+from relaxjax.schedule import reduction as reduction_prims
 from relaxjax.schedule.step import Step, check_parallel_loops, complete_blocks
 from relaxjax.schedule.trace import Instruction, Trace
 from relaxjax.schedule.tree import Namer, Site, block_site, loop_site, names_in
@@ -436,3 +440,204 @@ class Schedule:
         )
         self._apply(step, [name], "reverse_compute_at")
         self._record("reverse_compute_at", (block, loop), {}, None)
+
+    # inlining ---------------------------------------------------------------------
+
+    def compute_inline(self, block: BlockRV) -> None:
+        """Inlines an elementwise producer into its consumers and drops its buffer.
+
+        Before::
+
+            with block("B"):
+                B[v_i] = A[v_i] + float32(1.0)
+            ...
+            with block("C"):
+                C[v_i_1] = B[v_i_1] * float32(2.0)
+
+        After ``sch.compute_inline(sch.get_block("B"))``::
+
+            with block("C"):
+                C[v_i_1] = (A[v_i_1] + float32(1.0)) * float32(2.0)
+
+        Raises ScheduleError for a reduction, a block that is not one store at its
+        iterators, a kernel output, a buffer with another writer, or inputs that are
+        overwritten before a consumer.
+        """
+        site = self._block("compute_inline", block)
+        step = inline_prims.compute_inline(self._func, site)
+        self._apply(step, (), "compute_inline")
+        self._record("compute_inline", (block,), {}, None)
+
+    def reverse_compute_inline(self, block: BlockRV) -> None:
+        """Folds an elementwise consumer into the producer of its input.
+
+        Before::
+
+            with block("B"):
+                B[v_i] = A[v_i] + float32(1.0)
+            ...
+            with block("C"):
+                C[v_i_1] = B[v_i_1] * float32(2.0)
+
+        After ``sch.reverse_compute_inline(sch.get_block("C"))``::
+
+            with block("B"):
+                C[v_i] = (A[v_i] + float32(1.0)) * float32(2.0)
+
+        Raises ScheduleError unless the consumer reads one intermediate (with one
+        producer and no other consumer) exactly at its iterators, over its whole
+        extent.
+        """
+        site = self._block("reverse_compute_inline", block)
+        step = inline_prims.reverse_compute_inline(self._func, site, self._complete)
+        self._apply(step, (), "reverse_compute_inline")
+        self._record("reverse_compute_inline", (block,), {}, None)
+
+    # caching ----------------------------------------------------------------------
+
+    def cache_read(self, block: BlockRV, read_buffer: int | str, scope: str) -> BlockRV:
+        """Makes ``block`` read ``read_buffer`` (an index into its reads, or a name)
+        from a copy in ``scope``; returns the copy block (named ``A_local``...).
+
+        Before::
+
+            for i in range(n):
+                with block("B"):
+                    B[v_i] = A[v_i] * float32(2.0)
+
+        After ``sch.cache_read(b, 0, "local")``::
+
+            for ax0 in range(n):
+                with block("A_local"):
+                    A_local[v_ax0] = A[v_ax0]
+            for i in range(n):
+                with block("B"):
+                    B[v_i] = A_local[v_i] * float32(2.0)
+
+        Raises ScheduleError for an unknown buffer or scope, or when a block of the
+        same loop nest writes the buffer.
+        """
+        site = self._block("cache_read", block)
+        step = cache_prims.cache_read(self._func, self._namer, site, read_buffer, scope)
+        self._apply(step, (), "cache_read")
+        self._complete.add(step.outputs[0])
+        rv = self._block_rv(step.outputs[0])
+        self._record("cache_read", (block, read_buffer, scope), {}, rv)
+        return rv
+
+    def cache_write(self, block: BlockRV, write_buffer: int | str, scope: str) -> BlockRV:
+        """Makes ``block`` write ``write_buffer`` into a copy in ``scope``, copied back
+        after its loop nest; returns the copy-back block.
+
+        After ``sch.cache_write(b, 0, "local")`` on ``B[v_i] = A[v_i] * 2``::
+
+            for i in range(n):
+                with block("B"):
+                    B_local[v_i] = A[v_i] * float32(2.0)
+            for ax0 in range(n):
+                with block("B_local"):
+                    B[v_ax0] = B_local[v_ax0]
+
+        Raises ScheduleError unless ``block`` alone writes the whole buffer.
+        """
+        site = self._block("cache_write", block)
+        step = cache_prims.cache_write(
+            self._func, self._namer, site, write_buffer, scope, self._complete
+        )
+        self._apply(step, (), "cache_write")
+        self._complete.add(step.outputs[0])
+        rv = self._block_rv(step.outputs[0])
+        self._record("cache_write", (block, write_buffer, scope), {}, rv)
+        return rv
+
+    # reductions -------------------------------------------------------------------
+
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        """Moves the init of reduction ``block`` into a new block placed before
+        ``loop`` (one of its loops); returns the init block.
+
+        Before::
+
+            for i in range(n):
+                for k in range(K):
+                    with block("C"):
+                        with init():
+                            C[v_i] = float32(0.0)
+                        C[v_i] = C[v_i] + A[v_i, v_k]
+
+        After ``sch.decompose_reduction(c, k)``::
+
+            for i in range(n):
+                with block("C_init"):
+                    C[v_i_init] = float32(0.0)
+                for k in range(K):
+                    with block("C"):
+                        C[v_i] = C[v_i] + A[v_i, v_k]
+        """
+        site = self._block("decompose_reduction", block)
+        lsite = self._loop("decompose_reduction", loop)
+        step = reduction_prims.decompose_reduction(self._func, self._namer, site, lsite)
+        self._apply(step, (), "decompose_reduction")
+        if site.node.block.name in self._complete:
+            self._complete.add(step.outputs[0])
+        rv = self._block_rv(step.outputs[0])
+        self._record("decompose_reduction", (block, loop), {}, rv)
+        return rv
+
+    def rfactor(self, loop: LoopRV, factor_axis: int = 0) -> BlockRV:
+        """Factors the reduction under ``loop`` over it: partial results, one per
+        iteration of ``loop`` (which becomes a spatial, parallelisable loop), go to a new
+        buffer ``C_rf`` (with ``loop``'s extent inserted at ``factor_axis``); a
+        write-back block, which keeps the original name, combines them. Returns the
+        partial-result block.
+
+        Before (``k`` split into ``k_0, k_1``)::
+
+            for k_0 in range(16):
+                for k_1 in range(4):
+                    with block("C"):
+                        with init():
+                            C[()] = float32(0.0)
+                        C[()] = C[()] + A[k_0 * 4 + k_1]
+
+        After ``sch.rfactor(k_1)``::
+
+            for ax0 in range(4):
+                with block("C_rf_init"):
+                    C_rf[v_ax0] = float32(0.0)
+            for k_0 in range(16):
+                for k_1 in range(4):
+                    with block("C_rf"):
+                        C_rf[v_k_1] = C_rf[v_k_1] + A[v_k_0 * 4 + v_k_1]
+            for ax_v_C_rf in range(4):
+                with block("C"):
+                    with init():
+                        C[()] = float32(0.0)
+                    C[()] = C[()] + C_rf[v_C_rf]
+
+        Raises ScheduleError unless ``loop`` holds one complete reduction block whose
+        update is ``W = W op rhs`` (op in + * min max) and binds only its reduction
+        iterators.
+        """
+        lsite = self._loop("rfactor", loop)
+        step = reduction_prims.rfactor(
+            self._func, self._namer, lsite, factor_axis, self._complete
+        )
+        self._apply(step, (), "rfactor")
+        self._complete.update(step.outputs)
+        rv = self._block_rv(step.outputs[0])
+        self._record("rfactor", (loop,), {"factor_axis": factor_axis}, rv)
+        return rv
+
+    def storage_align(
+        self, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int
+    ) -> None:
+        """Pads the strides of the intermediate buffer ``block`` writes
+        (``writes[buffer_index]``) so that the stride of ``axis`` is ``offset`` modulo
+        ``factor``: ``B = alloc_buffer((n, 64), "float32")`` becomes
+        ``alloc_buffer((n, 64), "float32", strides=(65, 1))`` for
+        ``storage_align(b, 0, 0, 32, 1)``. Only the layout changes."""
+        site = self._block("storage_align", block)
+        step = layout_prims.storage_align(self._func, site, buffer_index, axis, factor, offset)
+        self._apply(step, (), "storage_align")
+        self._record("storage_align", (block, buffer_index, axis, factor, offset), {}, None)

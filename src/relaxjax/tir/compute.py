@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from relaxjax import arith
 from relaxjax.arith import Dim
-from relaxjax.tir.analysis import block_access_regions
+from relaxjax.tir.analysis import block_access_regions, free_symbols
 from relaxjax.tir.buffer import Buffer, as_dims, check_name
 from relaxjax.tir.expr import (
     BufferLoad,
@@ -45,6 +45,7 @@ from relaxjax.tir.reducer import (  # re-exported: te.sum, te.argmax, ...
     ReduceAxis,
     argmax,
     argmin,
+    axis_display_name,
     comm_reducer,
     fresh_sym,
     max,
@@ -197,6 +198,7 @@ def compute(
     finally:
         _tracking.reset(token)
     reduce, bodies = _stage_bodies(name, result)
+    _check_axes(name, bodies, reduce, axes)
     inputs = _stage_inputs(name, bodies, reduce, tracked)
     op = ComputeOp(name, axes, names, dims, bodies, reduce, inputs, next(_order))
     out_names = [name] if len(bodies) == 1 else [f"{name}_{j}" for j in range(len(bodies))]
@@ -206,6 +208,22 @@ def compute(
     )
     op.outputs = outputs
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _check_axes(name, bodies, reduce, axes) -> None:
+    """Every builder axis a stage uses is its own or one it reduces over."""
+    own = set(axes) | ({a.var for a in reduce.axes} if reduce is not None else set())
+    exprs = list(bodies) + (
+        [reduce.where] if reduce is not None and reduce.where is not None else []
+    )
+    for expr in exprs:
+        for symbol in free_symbols(expr):
+            shown = axis_display_name(symbol)
+            if shown is not None and symbol not in own:
+                raise ValueError(
+                    f"compute {name}: uses axis {shown} of another stage or a reduce axis it "
+                    "does not reduce over"
+                )
 
 
 def _stage_bodies(name: str, result: object) -> tuple[Reduce | None, tuple[PrimExpr, ...]]:

@@ -87,9 +87,9 @@ def vectorizable(loop: For) -> bool:
     v = loop.var.name
     varying = {v} | shape.binders
     binding: dict[str, Dim] = {}
-    for realize in shape.realizes:
+    for realize in shape.realizes:  # outer blocks first: nested values resolve fully
         for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            binding[iv.var.name] = value
+            binding[iv.var.name] = arith.subs(value, binding) if binding else value
             if depends(value, varying):
                 varying.add(iv.var.name)
     for realize in shape.realizes:

@@ -83,7 +83,7 @@ def _as_array(func: PrimFunc, param, value: object, is_output: bool) -> np.ndarr
     if is_output and not isinstance(value, np.ndarray):
         kind = type(value).__name__
         raise TypeError(f"{what} is an output and must be a numpy array, got {kind}")
-    if not isinstance(value, (np.ndarray, np.generic)):
+    if not isinstance(value, (np.ndarray, np.generic)) and not hasattr(value, "__array__"):
         raise TypeError(f"{what} must be a numpy array, got {type(value).__name__}")
     array = np.asarray(value)
     expected = dtypes.to_numpy(param.dtype)

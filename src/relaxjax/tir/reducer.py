@@ -20,12 +20,20 @@ from relaxjax.tir.expr import IndexExpr, PrimExpr, as_expr, binop, const, max_va
 from relaxjax.tir.math import isnan, select
 
 _uid = itertools.count()
+_AXIS_NAMES: dict[str, str] = {}  # internal name of a builder axis -> the name it was given
 
 
 def fresh_sym(name: str) -> arith.Sym:
     """A symbol for a builder axis; its internal name never collides with user symbols
     (``create_prim_func`` gives the final names)."""
-    return arith.Sym(f"{name}__{next(_uid)}")
+    internal = f"{name}__{next(_uid)}"
+    _AXIS_NAMES[internal] = name
+    return arith.Sym(internal)
+
+
+def axis_display_name(symbol: arith.Sym) -> str | None:
+    """The user-given name of a builder axis symbol, or None for other symbols."""
+    return _AXIS_NAMES.get(symbol.name)
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax.ir import StructInfo
+from relaxjax.ir import StructInfo, free_symbols
 from relaxjax.trace import pytree
 from relaxjax.trace.spec import (
     SPEC_TYPES,
@@ -148,7 +148,7 @@ class Signature:
                 leaves, treedef = self.annotations[name]  # type: ignore[misc]
                 params.append(ParamSpec(name, tuple(leaves), treedef))
             # else: the function's own default applies; it is fixed, nothing to trace
-        key = (tuple(params), tuple(statics))
+        key = (tuple(params), tuple(statics), _symbol_bounds(params))
         return CallPlan(tuple(params), tuple(statics), tuple(flat_args), key)
 
     def _param(self, name: str, value: object, call: bool) -> tuple[ParamSpec, list[object]]:
@@ -170,6 +170,14 @@ class Signature:
             for leaf, path in zip(leaves, paths)
         )
         return ParamSpec(name, specs, treedef), leaves
+
+
+def _symbol_bounds(params: Sequence[ParamSpec]) -> tuple[tuple[str, int | None, int | None], ...]:
+    """The bounds of every symbol in the specs: symbols compare by name, bounds must key too."""
+    found = {
+        (s.name, s.lower, s.upper) for p in params for leaf in p.leaves for s in free_symbols(leaf)
+    }
+    return tuple(sorted(found, key=lambda b: (b[0], str(b[1]), str(b[2]))))
 
 
 def _is_spec(value: object) -> bool:

@@ -24,7 +24,8 @@ from .numeric import I1, I32, I64
 
 __all__ = ["LoopHint", "counted_loop", "unroll_hints", "vectorize_hints"]
 
-LoopHint = tuple[str, ...] | tuple[str, int | bool]
+LoopHint = tuple[str | int | bool, ...]
+"""A loop metadata entry: its name, then its i1 (bool) or i32 (int) operands."""
 
 
 class _LoopID(ir.values.MDValue):
@@ -54,12 +55,9 @@ def _hint_node(module: ir.Module, hint: LoopHint) -> ir.values.MDValue:
     return module.add_metadata(operands)
 
 
-def vectorize_hints(width: int | None = None) -> tuple[LoopHint, ...]:
-    """Hints for a ``vectorized`` loop: vectorise when legal (with ``width`` lanes if given)."""
-    hints: list[LoopHint] = [("llvm.loop.vectorize.enable", True)]
-    if width is not None and width > 1:
-        hints.append(("llvm.loop.vectorize.width", width))
-    return tuple(hints)
+def vectorize_hints() -> tuple[LoopHint, ...]:
+    """Hints for a ``vectorized`` loop: vectorise whenever legal (LLVM picks the width)."""
+    return (("llvm.loop.vectorize.enable", True),)
 
 
 def unroll_hints(full: bool) -> tuple[LoopHint, ...]:

@@ -38,7 +38,7 @@ from .numeric import F16, F32
 
 __all__ = ["emit_binary"]
 
-_FLOAT_PREDICATES = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 _FLOAT_SUFFIX = {numeric.F16: "f16", numeric.F32: "f32", numeric.F64: "f64"}
 
 
@@ -156,7 +156,7 @@ def _float_binary(
     emitter: FunctionEmitter, op: str, a: ir.Value, b: ir.Value, dtype: str
 ) -> ir.Value:
     builder, flags = emitter.builder, emitter.flags
-    if op in _FLOAT_PREDICATES:
+    if op in _COMPARISONS:
         if op == "!=":
             return builder.fcmp_unordered("!=", a, b, flags=flags)
         return builder.fcmp_ordered(op, a, b, flags=flags)
@@ -184,7 +184,7 @@ def _widen_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 def _integer_binary(
     builder: ir.IRBuilder, op: str, a: ir.Value, b: ir.Value, signed: bool
 ) -> ir.Value:
-    if op in ("==", "!=", "<", "<=", ">", ">="):
+    if op in _COMPARISONS:
         compare = builder.icmp_signed if signed else builder.icmp_unsigned
         return compare(op, a, b)
     if op in ("min", "max"):

@@ -133,7 +133,11 @@ def _malloc(
     count = builder.select(
         builder.icmp_signed("<", count, ir.Constant(I64, 0)), ir.Constant(I64, 0), count
     )
-    size = builder.mul(count, ir.Constant(I64, itemsize))
+    # A byte size beyond int64 asks malloc for SIZE_MAX bytes, which fails cleanly.
+    fits = builder.icmp_unsigned("<=", count, ir.Constant(I64, (2**63 - 1) // itemsize))
+    size = builder.select(
+        fits, builder.mul(count, ir.Constant(I64, itemsize)), ir.Constant(I64, -1)
+    )
     raw = builder.call(declare_runtime(emitter.module, "malloc"), [size], name=f"{name}.raw")
     null = ir.Constant(I8.as_pointer(), None)
     ok = builder.or_(

@@ -24,6 +24,11 @@ def initialize_llvm() -> None:
     llvm.initialize_all_asmprinters()
 
 
+# Bump when code generation after the IR changes (passes, object format), so that
+# cached objects made by an older backend are not reused.
+CODEGEN_VERSION = 1
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """What machine code to emit, and the limits code generation respects.
@@ -75,6 +80,7 @@ class Target:
                 self.cpu,
                 self.features,
                 f"O{self.opt_level}",
+                f"codegen-{CODEGEN_VERSION}",
                 f"llvmlite-{llvmlite.__version__}",
                 "llvm-{}.{}.{}".format(*llvm.llvm_version_info),
             )
