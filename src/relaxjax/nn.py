@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax._nn_attention import dot_product_attention
 from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.nn import AxesAttrs, GeluAttrs, NormAttrs, OneHotAttrs, normalize_axes
 from relaxjax.trace import emit
@@ -117,6 +118,7 @@ def rms_norm(x, weight, eps: float = 1e-6):
 
 
 __all__ = [
+    "dot_product_attention",
     "gelu",
     "layer_norm",
     "log_softmax",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -338,8 +337,8 @@ __all__ = [
     "zeros_like",
 ]
 
-if (Path(__file__).parent / "_numpy_shape.py").exists():
-    from relaxjax._numpy_shape import *  # noqa: E402, F403
-    from relaxjax._numpy_shape import __all__ as _shape_names  # noqa: E402
+# The reduction, linear-algebra, shape and indexing wrappers live in their own module.
+from relaxjax._numpy_shape import *  # noqa: E402, F403
+from relaxjax._numpy_shape import __all__ as _shape_names  # noqa: E402
 
-    __all__ += list(_shape_names)
+__all__ += list(_shape_names)

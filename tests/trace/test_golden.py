@@ -145,3 +145,17 @@ def test_transformer_block_numerics_match_jax(reference_runtime, b, s):
     )
     np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=2e-4)
     assert block.cache_size() == 1
+
+
+def test_constants_print_inline_or_as_meta_and_round_trip():
+    small, large = np.arange(3, dtype=np.float32), np.arange(40, dtype=np.float32)
+
+    def f(x, y):
+        return x + small, y * large
+
+    jitted = relax.jit(f)
+    text = module_to_text(
+        jitted.lower(T(("n", 3), "float32"), T((40,), "float32")), locations=False
+    )
+    assert 'add(x, const([0.0, 1.0, 2.0], "float32"))' in text
+    assert 'multiply(y, const(meta[0], "float32"))' in text

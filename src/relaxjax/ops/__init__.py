@@ -4,7 +4,17 @@ Importing the package registers every op; look them up with :func:`get` and
 :func:`registry`.
 """
 
-from relaxjax.ops import creation, elementwise, linalg, nn, reduction
+from relaxjax.ops import (
+    attention,
+    creation,
+    elementwise,
+    index,
+    kernel,
+    linalg,
+    manipulate,
+    nn,
+    reduction,
+)
 from relaxjax.ops.base import (
     PATTERNS,
     InferContext,
@@ -22,9 +32,13 @@ from relaxjax.ops.base import (
 )
 
 __all__ = [
+    "attention",
     "creation",
     "elementwise",
+    "index",
+    "kernel",
     "linalg",
+    "manipulate",
     "nn",
     "reduction",
     "PATTERNS",

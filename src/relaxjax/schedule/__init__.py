@@ -11,6 +11,7 @@ meaning raises :class:`ScheduleError`.
 
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.handles import BlockRV, LoopRV
+from relaxjax.schedule.replace import replace_kernel
 from relaxjax.schedule.schedule import Schedule
 from relaxjax.schedule.trace import Instruction, Trace
 
@@ -21,4 +22,5 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "Trace",
+    "replace_kernel",
 ]

@@ -60,7 +60,9 @@ def copy_nest(namer: Namer, name: str, source: Buffer, target: Buffer) -> Stmt:
     """``target[v...] = source[v...]`` over the whole shape, in a block called ``name``."""
     loop_vars = [namer.fresh_sym(f"ax{axis}") for axis in range(source.ndim)]
     iter_vars = [namer.fresh_sym(f"v_ax{axis}") for axis in range(source.ndim)]
-    store = BufferStore(target, source[tuple(iter_vars)] if iter_vars else source[()], tuple(iter_vars))
+    store = BufferStore(
+        target, source[tuple(iter_vars)] if iter_vars else source[()], tuple(iter_vars)
+    )
     ivs = tuple(IterVar(v, extent, "spatial") for v, extent in zip(iter_vars, source.shape))
     block = Block(name, ivs, (), (), None, store)
     reads, writes = block_access_regions(block)
@@ -132,7 +134,9 @@ def cache_read(func: PrimFunc, namer: Namer, site: Site, which: int | str, scope
     new_block = _swap_in_block(block, buffer, cache, loads=True, stores=False)
     holder = scope_block(site).name
     body = replace(func.body, realize, with_block(realize, new_block))
-    body = insert_before(body, _top_of(body, holder, block.name), copy_nest(namer, name, buffer, cache))
+    body = insert_before(
+        body, _top_of(body, holder, block.name), copy_nest(namer, name, buffer, cache)
+    )
     body = _add_alloc(body, holder, cache)
     return Step(func.with_body(body), (name,))
 
@@ -173,9 +177,10 @@ def cache_write(
             if other.block is block:
                 continue
             touches = any(a.buffer == buffer for a in instance_accesses(other))
-            if touches and (stmt is top_statement(site) or any(
-                a.buffer == buffer and a.is_write for a in instance_accesses(other)
-            )):
+            if touches and (
+                stmt is top_statement(site)
+                or any(a.buffer == buffer and a.is_write for a in instance_accesses(other))
+            ):
                 raise fail(
                     primitive,
                     f"block {other.block.name!r} also uses {buffer.name} next to "
@@ -186,7 +191,8 @@ def cache_write(
     new_block = _swap_in_block(block, buffer, cache, loads=True, stores=True)
     holder = scope_blk.name
     body = replace(func.body, realize, with_block(realize, new_block))
-    body = insert_after(body, _top_of(body, holder, block.name), copy_nest(namer, name, cache, buffer))
+    body = insert_after(
+        body, _top_of(body, holder, block.name), copy_nest(namer, name, cache, buffer)
+    )
     body = _add_alloc(body, holder, cache)
     return Step(func.with_body(body), (name,))
-

@@ -321,10 +321,11 @@ def _check_between(primitive, block, statements, target, mine, reads, writes, lo
             other_writes = {a.buffer.name for a in accesses if a.is_write}
             touched = {a.buffer.name for a in accesses}
             if other_writes & reads:
+                names = ", ".join(sorted(other_writes & reads))
                 raise fail(
                     primitive,
-                    f"block {realize.block.name!r} writes {', '.join(sorted(other_writes & reads))} "
-                    f"between loop {loop.var.name} and {block.name!r}, which reads it",
+                    f"block {realize.block.name!r} writes {names} between loop "
+                    f"{loop.var.name} and {block.name!r}, which reads it",
                 )
             if touched & writes:
                 raise fail(

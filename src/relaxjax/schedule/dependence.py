@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from relaxjax import arith
 from relaxjax.arith import Dim
+from relaxjax.schedule.itermap import determines
 from relaxjax.tir.analysis import collect_accesses, relax_dim
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BinOp, BufferLoad, PrimExpr
@@ -35,7 +36,6 @@ from relaxjax.tir.stmt import (
     LetStmt,
     Stmt,
 )
-from relaxjax.schedule.itermap import determines
 
 COMMUTATIVE_OPS = ("+", "*", "min", "max")
 
@@ -209,7 +209,7 @@ def _instances(root: Stmt) -> _Collector:
 
 
 def _subs(dim: Dim | PrimExpr, binding: Mapping[str, Dim]) -> Dim | PrimExpr:
-    if isinstance(dim, PrimExpr) or isinstance(dim, int):
+    if isinstance(dim, (PrimExpr, int)):
         return dim
     return arith.subs(dim, binding)
 

@@ -28,7 +28,9 @@ from relaxjax.tir.stmt import Block, BlockRealize, BufferStore, Stmt
 
 def _single_store(primitive: str, block: Block) -> BufferStore:
     if block.is_reduction or block.init is not None:
-        raise fail(primitive, f"block {block.name!r} is a reduction; only elementwise blocks inline")
+        raise fail(
+            primitive, f"block {block.name!r} is a reduction; only elementwise blocks inline"
+        )
     if not isinstance(block.body, BufferStore):
         raise fail(primitive, f"block {block.name!r} must be a single store to inline")
     if block.alloc_buffers:
@@ -146,7 +148,9 @@ def compute_inline(func: PrimFunc, site: Site) -> Step:
 
 def _check_inputs_stable(primitive, block, reads, statements, mine, users) -> None:
     """Nothing from the producer to its last consumer writes what the producer reads."""
-    last = max((next(k for k, s in enumerate(statements) if s is st) for st, _ in users), default=-1)
+    last = max(
+        (next(k for k, s in enumerate(statements) if s is st) for st, _ in users), default=-1
+    )
     first = next(k for k, s in enumerate(statements) if s is mine)
     for stmt in statements[first : last + 1]:
         for realize, _ in instances_under(stmt):
@@ -190,11 +194,16 @@ def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> St
     scope = scope_block(site)
     allocated = {b.name for b in scope.alloc_buffers}
     accesses = instance_accesses(realize)
-    inputs = sorted({a.buffer.name for a in accesses if not a.is_write and a.buffer.name in allocated})
+    inputs = sorted(
+        {a.buffer.name for a in accesses if not a.is_write and a.buffer.name in allocated}
+    )
     candidates = []
     for name in inputs:
-        writers = [u for _, u in _users(scope, _buffer(scope, name), block)
-                   if any(a.is_write for a in instance_accesses(u) if a.buffer.name == name)]
+        writers = [
+            u
+            for _, u in _users(scope, _buffer(scope, name), block)
+            if any(a.is_write for a in instance_accesses(u) if a.buffer.name == name)
+        ]
         if len(writers) == 1:
             candidates.append((name, writers[0]))
     if len(candidates) != 1:
@@ -243,7 +252,9 @@ def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> St
     new_indices = tuple(Substituter(mapping).visit_index(i) for i in store.indices)
     new_store = BufferStore(store.buffer, new_value, new_indices)
     p_block = producer.block
-    new_block = Block(p_block.name, p_block.iter_vars, (), (), None, new_store, (), p_block.annotations)
+    new_block = Block(
+        p_block.name, p_block.iter_vars, (), (), None, new_store, (), p_block.annotations
+    )
     body = replace(func.body, producer, with_block(producer, new_block))
     own = exclusive_root(_refind(body, block.name))
     body = remove(body, own)

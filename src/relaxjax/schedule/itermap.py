@@ -59,12 +59,29 @@ def _single(dim: Dim, loops: Mapping[str, Dim]) -> Split | None:
     return split if scale == 1 else None
 
 
+def _divides(divisor: Dim, extent: Dim) -> bool:
+    """Whether every term of ``extent`` has the symbol ``divisor`` as a factor."""
+    if not isinstance(divisor, arith.Sym) or isinstance(extent, int):
+        return False
+    if isinstance(extent, arith.Sym):
+        return extent == divisor
+    if not isinstance(extent, arith.Poly) or extent.const != 0:
+        return False
+    return all(any(atom == divisor for atom, _ in monomial) for monomial, _ in extent.terms)
+
+
+def _usable_divisor(divisor: Dim, extent: Dim) -> bool:
+    """A divisor that is positive, or zero only when the loop is empty (a factor of
+    its extent, as in a fused loop ``f // m`` over ``n * m``)."""
+    return arith.compare(divisor, ">", 0) is True or _divides(divisor, extent)
+
+
 def _atom_split(atom: arith.Expr, loops: Mapping[str, Dim]) -> Split | None:
     if isinstance(atom, arith.Sym):
         return Split(atom.name, 1, loops[atom.name], True) if atom.name in loops else None
     if isinstance(atom, (arith.FloorDiv, arith.Mod)) and not _uses(atom.b, loops):
         inner = _single(atom.a, loops)
-        if inner is None or arith.compare(atom.b, ">", 0) is not True:
+        if inner is None or not _usable_divisor(atom.b, loops[inner.var]):
             return None
         if isinstance(atom, arith.Mod):
             top = arith.compare(atom.b, ">=", inner.extent) is True

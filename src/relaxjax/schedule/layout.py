@@ -31,9 +31,7 @@ class _Restride(StmtMutator):
 def _allocated(func: PrimFunc, buffer: Buffer) -> bool:
     from relaxjax.schedule.tree import find_sites
 
-    sites = find_sites(
-        func.body, lambda s: isinstance(s, Block) and buffer in s.alloc_buffers
-    )
+    sites = find_sites(func.body, lambda s: isinstance(s, Block) and buffer in s.alloc_buffers)
     return bool(sites)
 
 
@@ -58,14 +56,16 @@ def storage_align(
     if not isinstance(axis, int) or not 0 <= axis < buffer.ndim - 1:
         raise fail(
             primitive,
-            f"axis must be in [0, {buffer.ndim - 1}) (the innermost axis has stride 1), got {axis!r}",
+            f"axis must be in [0, {buffer.ndim - 1}) (the innermost axis has stride 1), "
+            f"got {axis!r}",
         )
     for what, value in (("factor", factor), ("offset", offset)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise fail(primitive, f"{what} must be an int, got {value!r}")
     if factor <= 0 or not 0 <= offset < factor:
         raise fail(
-            primitive, f"need factor > 0 and 0 <= offset < factor, got factor={factor}, offset={offset}"
+            primitive,
+            f"need factor > 0 and 0 <= offset < factor, got factor={factor}, offset={offset}",
         )
     strides = aligned_strides(buffer, axis, factor, offset)
     new = Buffer(buffer.name, buffer.shape, buffer.dtype, strides, buffer.scope)

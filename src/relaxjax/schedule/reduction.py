@@ -29,7 +29,16 @@ from relaxjax.schedule.step import Step, fail
 from relaxjax.schedule.tree import Namer, Site, block_site, child_realizes, find_sites, replace
 from relaxjax.tir.analysis import block_access_regions, free_symbols
 from relaxjax.tir.buffer import Buffer
-from relaxjax.tir.expr import BinOp, BufferLoad, IntImm, PrimExpr, binop, const, max_value, min_value
+from relaxjax.tir.expr import (
+    BinOp,
+    BufferLoad,
+    IntImm,
+    PrimExpr,
+    binop,
+    const,
+    max_value,
+    min_value,
+)
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import ExprVisitor, Substituter
 from relaxjax.tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, Stmt
@@ -107,10 +116,14 @@ def decompose_reduction(func: PrimFunc, namer: Namer, site: Site, loop_site: Sit
         names = {s.name for s in free_symbols(condition)}
         if names & reduce_loops:
             if names & set(renames) or names & {lp.var.name for lp in chain} - reduce_loops:
-                raise fail(primitive, f"the predicate {condition!r} mixes spatial and reduction loops")
+                raise fail(
+                    primitive, f"the predicate {condition!r} mixes spatial and reduction loops"
+                )
             continue
         kept.append(Substituter(renames).visit_expr(condition))
-    spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "spatial"]
+    spatial = [
+        (iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "spatial"
+    ]
     iter_map = {iv.var.name: namer.fresh_sym(f"{iv.var.name}_init") for iv, _ in spatial}
     ivs = [IterVar(iter_map[iv.var.name], iv.extent, "spatial") for iv, _ in spatial]
     values = [arith.subs(v, renames) for _, v in spatial]
@@ -130,7 +143,9 @@ def decompose_reduction(func: PrimFunc, namer: Namer, site: Site, loop_site: Sit
         block.annotations,
     )
     body = replace(func.body, realize, with_block(realize, new_block))
-    loop_now = find_sites(body, lambda s: isinstance(s, For) and s.var.name == loop.var.name)[0].node
+    loop_now = find_sites(body, lambda s: isinstance(s, For) and s.var.name == loop.var.name)[
+        0
+    ].node
     body = insert_before(body, loop_now, _nest(new_loops, init_realize))
     return Step(func.with_body(body), (name,))
 
@@ -191,7 +206,9 @@ def rfactor(
     loop: For = loop_site.node
     realizes = child_realizes(loop)
     if len(realizes) != 1:
-        raise fail(primitive, f"loop {loop.var.name} must hold exactly one block, it holds {len(realizes)}")
+        raise fail(
+            primitive, f"loop {loop.var.name} must hold exactly one block, it holds {len(realizes)}"
+        )
     realize = realizes[0]
     block = realize.block
     site = block_site(func.body, block.name)
@@ -202,7 +219,9 @@ def rfactor(
         raise fail(primitive, facts.problem)
     store, op, rhs, first = _update(primitive, block)
     if _feeds(realize, loop) != {"reduce"}:
-        raise fail(primitive, f"loop {loop.var.name} is not a reduction loop of block {block.name!r}")
+        raise fail(
+            primitive, f"loop {loop.var.name} is not a reduction loop of block {block.name!r}"
+        )
     buffer = store.buffer
     if not isinstance(factor_axis, int) or not 0 <= factor_axis <= buffer.ndim:
         raise fail(primitive, f"factor_axis must be in [0, {buffer.ndim}], got {factor_axis!r}")
@@ -214,11 +233,17 @@ def rfactor(
             raise fail(primitive, f"loop {lp.var.name} binds both spatial and reduction iterators")
         if kinds == {"reduce"}:
             if _uses(lp.extent, {x.var.name for x in loops}) or lp.start != 0:
-                raise fail(primitive, f"the range of reduction loop {lp.var.name} depends on other loops")
+                raise fail(
+                    primitive, f"the range of reduction loop {lp.var.name} depends on other loops"
+                )
             reduce_loops.append(lp)
     _check_alone(primitive, site, block, buffer)
-    spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "spatial"]
-    reduce_vals = {iv.var.name: v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "reduce"}
+    spatial = [
+        (iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "spatial"
+    ]
+    reduce_vals = {
+        iv.var.name: v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind == "reduce"
+    }
     # the partial-result block, bound to the same loops
     s_map = {iv.var.name: namer.fresh_sym(f"{iv.var.name}_rf") for iv, _ in spatial}
     l_map = {lp.var.name: namer.fresh_sym(f"v_{lp.var.name}") for lp in reduce_loops}
@@ -244,9 +269,13 @@ def rfactor(
     top = top_statement(block_site(body, rf_name))
     init_nest, init_name = _rf_init(namer, rf_buffer, op)
     body = insert_before(body, top, init_nest)
-    body = insert_after(body, top, _write_back(namer, block, store, op, first, rf_buffer, factor_axis, extent))
+    body = insert_after(
+        body, top, _write_back(namer, block, store, op, first, rf_buffer, factor_axis, extent)
+    )
     scope_name = scope_block(site).name
-    holder = find_sites(body, lambda s: isinstance(s, BlockRealize) and s.block.name == scope_name)[0].node
+    holder = find_sites(body, lambda s: isinstance(s, BlockRealize) and s.block.name == scope_name)[
+        0
+    ].node
     body = replace(body, holder, with_allocs(holder, holder.block.alloc_buffers + (rf_buffer,)))
     return Step(func.with_body(body), (rf_name, init_name))
 
@@ -268,7 +297,9 @@ def _check_alone(primitive: str, site: Site, block: Block, buffer: Buffer) -> No
 
 def _rf_init(namer: Namer, rf_buffer: Buffer, op: str) -> tuple[Stmt, str]:
     loops = [(namer.fresh_sym(f"ax{k}"), d) for k, d in enumerate(rf_buffer.shape)]
-    ivs = [IterVar(namer.fresh_sym(f"v_ax{k}"), d, "spatial") for k, d in enumerate(rf_buffer.shape)]
+    ivs = [
+        IterVar(namer.fresh_sym(f"v_ax{k}"), d, "spatial") for k, d in enumerate(rf_buffer.shape)
+    ]
     store = BufferStore(rf_buffer, _identity(op, rf_buffer.dtype), tuple(iv.var for iv in ivs))
     name = namer.fresh(f"{rf_buffer.name}_init")
     realize = BlockRealize(tuple(v for v, _ in loops), True, _make_block(name, ivs, None, store))
@@ -286,7 +317,9 @@ def _write_back(namer, block, store, op, first, rf_buffer, factor_axis, extent) 
     partial = BufferLoad(rf_buffer, index[:factor_axis] + (k,) + index[factor_axis:])
     value = _combine(op, BufferLoad(store.buffer, index), partial, first)
     init = subst.visit_stmt(block.init) if block.init is not None else None
-    wb = _make_block(block.name, ivs, init, BufferStore(store.buffer, value, index), block.annotations)
+    wb = _make_block(
+        block.name, ivs, init, BufferStore(store.buffer, value, index), block.annotations
+    )
     loops = [(namer.fresh_sym(f"ax_{iv.var.name}"), iv.extent) for iv in ivs]
     realize = BlockRealize(tuple(v for v, _ in loops), True, wb)
     return _nest(loops, realize)

@@ -27,13 +27,13 @@ import itertools
 from collections.abc import Sequence
 
 from relaxjax.errors import ScheduleError
-from relaxjax.schedule import loops as loop_prims
-from relaxjax.schedule.handles import BlockRV, LoopRV
 from relaxjax.schedule import cache as cache_prims
 from relaxjax.schedule import compute_at as compute_at_prims
 from relaxjax.schedule import inline as inline_prims
 from relaxjax.schedule import layout as layout_prims
+from relaxjax.schedule import loops as loop_prims
 from relaxjax.schedule import reduction as reduction_prims
+from relaxjax.schedule.handles import BlockRV, LoopRV
 from relaxjax.schedule.step import Step, check_parallel_loops, complete_blocks
 from relaxjax.schedule.trace import Instruction, Trace
 from relaxjax.schedule.tree import Namer, Site, block_site, loop_site, names_in
@@ -620,9 +620,7 @@ class Schedule:
         iterators.
         """
         lsite = self._loop("rfactor", loop)
-        step = reduction_prims.rfactor(
-            self._func, self._namer, lsite, factor_axis, self._complete
-        )
+        step = reduction_prims.rfactor(self._func, self._namer, lsite, factor_axis, self._complete)
         self._apply(step, (), "rfactor")
         self._complete.update(step.outputs)
         rv = self._block_rv(step.outputs[0])
