@@ -147,6 +147,8 @@ def _sorted_by_scale(terms: Sequence[tuple[Dim, Split]]) -> list[tuple[Dim, Spli
 
 def determined_splits(value: SplitSum) -> tuple[Split, ...]:
     """The splits ``value`` determines (all of them when they form a mixed radix)."""
+    if not value.terms:
+        return ()
     if len(value.terms) == 1:
         scale = value.terms[0][0]
         return (value.terms[0][1],) if arith.compare(scale, "!=", 0) is True else ()
