@@ -22,10 +22,7 @@ import relaxjax as relax
 import relaxjax.nn as rnn
 import relaxjax.numpy as rnp
 
-try:
-    dot_product_attention = rnn.dot_product_attention
-except AttributeError:  # until relaxjax.nn re-exports it
-    from relaxjax._nn_attention import dot_product_attention
+dot_product_attention = rnn.dot_product_attention
 
 VOCAB, CONTEXT, D, HEADS, MLP = 50257, 1024, 768, 12, 3072
 

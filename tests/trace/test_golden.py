@@ -13,10 +13,7 @@ import relaxjax.nn as rnn
 import relaxjax.numpy as rnp
 from relaxjax.ir.printer import module_to_text
 
-try:
-    dot_product_attention = rnn.dot_product_attention
-except AttributeError:  # relaxjax.nn re-exports it once the lead adds the line
-    from relaxjax._nn_attention import dot_product_attention
+dot_product_attention = rnn.dot_product_attention
 
 T = relax.Tensor
 D, H, F = 8, 2, 32

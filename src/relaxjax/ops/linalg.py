@@ -27,6 +27,8 @@ from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ops.base import (
     InferContext,
     Op,
+    as_tensor_info,
+    broadcast_result,
     broadcast_shapes,
     info_text,
     promote_types,
@@ -35,7 +37,9 @@ from relaxjax.ops.base import (
     tensor_args,
     value_type,
 )
+from relaxjax.ops.kernel import KernelDims, convert, placeholders
 from relaxjax.ops.reduction import accumulator_dtype
+from relaxjax.tir import PrimExpr, PrimFunc, te
 
 Dim = arith.Dim
 
@@ -104,6 +108,10 @@ class Matmul(Op):
         (a, b), out = _promoted_inputs(arrays)
         return _finish(np.matmul(a, b), out)
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]`` (batch axes broadcast)."""
+        return _lower_contraction(self.name, arg_infos, out_info, matmul_subscripts)
+
 
 # --------------------------------------------------------------------------- dot
 
@@ -141,6 +149,10 @@ class Dot(Op):
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         (a, b), out = _promoted_inputs(arrays)
         return _finish(np.dot(a, b), out)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[a..., b..., j] = sum_k a[a..., k] * b[b..., k, j]``."""
+        return _lower_contraction(self.name, arg_infos, out_info, dot_subscripts)
 
 
 # --------------------------------------------------------------------------- einsum
@@ -334,6 +346,10 @@ class Einsum(Op):
             return TensorInfo(dtype=dtype, ndim=out_ndim)
         return TensorInfo(tuple(shape), dtype)
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """One stage: the output labels are loops, the other labels are summed."""
+        return _lower_contraction(self.name, arg_infos, out_info, lambda ranks: attrs.subscripts)
+
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         spec = attrs.spec
         inputs, out = _promoted_inputs(arrays)
@@ -370,6 +386,123 @@ def _explicit_operands(
     ]
     output = spec.output.replace(ELLIPSIS, ell_letters)
     return ",".join(terms) + "->" + output, operands
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def common_size(sizes: Sequence[Dim]) -> Dim:
+    """The size of a label whose occurrences are each 1 or the size (checked at run time):
+    a provable one, else ``a * b // max(min(a, b), 1)`` folded over the occurrences
+    (exact for any compatible pair, 0 included)."""
+    provable = broadcast_result(sizes)
+    if provable is not None:
+        return provable
+    size: Dim = 1
+    for dim in sizes:
+        size = arith.floordiv(size * dim, arith.max_(arith.min_(size, dim), 1))
+    return size
+
+
+def _explicit_terms(spec: EinsumSpec, ranks: Sequence[int]) -> tuple[list[str], str]:
+    """The terms with each ellipsis spelled out in spare letters (right-aligned)."""
+    used = set("".join(spec.inputs) + spec.output)
+    spare = [c for c in string.ascii_letters if c not in used]
+    ell_ranks = [r - len(t) + 1 for t, r in zip(spec.inputs, ranks) if ELLIPSIS in t]
+    ell_rank = max(ell_ranks, default=0)
+    letters = "".join(spare[:ell_rank])
+    terms = [
+        t.replace(ELLIPSIS, letters[ell_rank - (r - len(t) + 1) :]) if ELLIPSIS in t else t
+        for t, r in zip(spec.inputs, ranks)
+    ]
+    return terms, spec.output.replace(ELLIPSIS, letters)
+
+
+def _operand_index(dim: Dim, size: Dim, index: Dim) -> Dim:
+    """The index of a label's iterator into an axis of ``dim`` that broadcasts to ``size``."""
+    if arith.compare(dim, "==", size) is True:
+        return index
+    if arith.compare(dim, "==", 1) is True:
+        return 0
+    return arith.min_(index, dim - 1)  # right for dim == size and for dim == 1
+
+
+def contraction_kernel(
+    name: str, spec: EinsumSpec, inputs: Sequence[te.Tensor], out_dtype: str
+) -> PrimFunc:
+    """The kernel ``[*inputs, out]`` of an einsum: the output labels are the spatial axes,
+    the others are summed (in the accumulator dtype of ``out_dtype``)."""
+    terms, output = _explicit_terms(spec, [t.ndim for t in inputs])
+    occurrences: dict[str, list[Dim]] = {}
+    for term, tensor in zip(terms, inputs):
+        for label, dim in zip(term, tensor.shape):
+            occurrences.setdefault(label, []).append(dim)
+    sizes = {label: common_size(dims) for label, dims in occurrences.items()}
+    contracted = [label for label in occurrences if label not in output]
+    work = accumulator_dtype(out_dtype).name
+
+    def product(iterators: dict[str, Dim]) -> PrimExpr:
+        value: PrimExpr | None = None
+        for term, tensor in zip(terms, inputs):
+            index = tuple(
+                _operand_index(dim, sizes[label], iterators[label])
+                for label, dim in zip(term, tensor.shape)
+            )
+            load = convert(tensor[index], work)
+            value = load if value is None else value * load
+        return value if value is not None else convert(1, work)
+
+    direct = work == out_dtype
+    stage_name = name if direct else "acc"
+
+    def body(*indices: object) -> object:
+        iterators = {label: i.index_dim for label, i in zip(output, indices)}
+        if not contracted:
+            return product(iterators)
+        ks = [te.reduce_axis(sizes[label], label) for label in contracted]
+        iterators.update({label: k.index_dim for label, k in zip(contracted, ks)})
+        return te.sum(product(iterators), axis=ks)
+
+    stage = te.compute(tuple(sizes[label] for label in output), body, name=stage_name)
+    if not direct:
+        stage = te.compute(stage.shape, lambda *i: convert(stage[i], out_dtype), name=name)
+    return te.create_prim_func([*inputs, stage], name=name)
+
+
+def _lower_contraction(
+    name: str, arg_infos: Sequence[StructInfo], out_info: StructInfo, subscripts
+) -> PrimFunc:
+    names = ("a", "b") if len(arg_infos) == 2 else tuple(f"x{k}" for k in range(len(arg_infos)))
+    inputs = placeholders(KernelDims(), arg_infos, names)
+    spec = parse_subscripts(subscripts([t.ndim for t in inputs]))
+    return contraction_kernel(name, spec, inputs, as_tensor_info(out_info).dtype)
+
+
+def matmul_subscripts(ranks: Sequence[int]) -> str:
+    """``jnp.matmul`` as einsum subscripts for operands of ``ranks``."""
+    rank_a, rank_b = ranks
+    a = "k" if rank_a == 1 else "...ik"
+    b = "k" if rank_b == 1 else "...kj"
+    out = ("..." if max(rank_a, rank_b) > 2 else "") + ("i" if rank_a > 1 else "")
+    out += "j" if rank_b > 1 else ""
+    if "..." not in a + b:
+        out = out.replace("...", "")
+    return f"{a},{b}->{out}"
+
+
+def dot_subscripts(ranks: Sequence[int]) -> str:
+    """``jnp.dot`` as einsum subscripts for operands of ``ranks``."""
+    rank_a, rank_b = ranks
+    letters = iter("abcdefghilmnopqrstuvwxyz")
+    if rank_a == 0 or rank_b == 0:
+        a = "".join(next(letters) for _ in range(rank_a))
+        b = "".join(next(letters) for _ in range(rank_b))
+        return f"{a},{b}->{a}{b}"
+    lead_a = "".join(next(letters) for _ in range(rank_a - 1))
+    if rank_b == 1:
+        return f"{lead_a}k,k->{lead_a}"
+    lead_b = "".join(next(letters) for _ in range(rank_b - 2))
+    return f"{lead_a}k,{lead_b}kj->{lead_a}{lead_b}j"
 
 
 __all__ = [

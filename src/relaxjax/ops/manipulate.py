@@ -15,13 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes
-from relaxjax.errors import ShapeError
+from relaxjax import arith, dtypes, tir
+from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo, TupleInfo
 from relaxjax.ir.struct_info import format_dims
 from relaxjax.ops.base import (
     InferContext,
     Op,
+    as_tensor_info,
     info_text,
     normalize_axis,
     num_elements,
@@ -31,7 +32,10 @@ from relaxjax.ops.base import (
     tensor_args,
     value_type,
 )
-from relaxjax.ops.reduction import normalize_axes
+from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, index_dims, placeholders
+from relaxjax.ops.reduction import linear_index, normalize_axes, unravel
+from relaxjax.tir import PrimExpr, PrimFunc, te
+from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
@@ -104,6 +108,22 @@ def _as_input(value: object) -> np.ndarray:
     return np.asarray(value, dtype=dtypes.to_numpy(dtypes.result_type(value_type(value))))
 
 
+def gather_kernel(name: str, x: te.Tensor, shape: Sequence[Dim], source) -> PrimFunc:
+    """The one-stage kernel ``[x, out]`` with ``out[i] = x[source(i)]`` (a copy)."""
+    out = te.compute(shape, lambda *i: x[tuple(source(index_dims(i)))], name=name)
+    return te.create_prim_func([x, out], name=name)
+
+
+def _one_input(arg_infos: Sequence[StructInfo]) -> tuple[KernelDims, te.Tensor]:
+    dims = KernelDims()
+    (x,) = placeholders(dims, arg_infos[:1], ("x",))
+    return dims, x
+
+
+def _known_shape(dims: KernelDims, info: StructInfo, name: str) -> tuple[Dim, ...]:
+    return dims.output_shape(info, f"result of {name}")
+
+
 # --------------------------------------------------------------------------- reshape
 
 
@@ -164,6 +184,14 @@ class Reshape(Op):
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = _as_input(arrays[0])
         return np.reshape(x, tuple(int(d) for d in attrs.shape))
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[unravel(ravel(i))]`` (row-major positions are preserved)."""
+        dims, x = _one_input(arg_infos)
+        shape = _known_shape(dims, out_info, self.name)
+        return gather_kernel(
+            self.name, x, shape, lambda i: unravel(linear_index(shape, i), x.shape)
+        )
 
 
 # --------------------------------------------------------------------------- transpose
@@ -226,6 +254,18 @@ class Transpose(Op):
         axes = None if attrs is None else attrs.axes
         return np.transpose(x, permutation(self.name, axes, x.ndim))
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[j]`` with ``j[axes[a]] = i[a]``."""
+        _, x = _one_input(arg_infos)
+        return permute_kernel(self.name, x, permutation(self.name, attrs.axes, x.ndim))
+
+
+def permute_kernel(name: str, x: te.Tensor, perm: Sequence[int]) -> PrimFunc:
+    """The kernel of a transpose by ``perm``."""
+    inverse = [perm.index(a) for a in range(len(perm))]
+    shape = tuple(x.shape[p] for p in perm)
+    return gather_kernel(name, x, shape, lambda i: tuple(i[inverse[a]] for a in range(len(perm))))
+
 
 @dataclass(frozen=True, slots=True)
 class SwapaxesAttrs:
@@ -266,6 +306,12 @@ class Swapaxes(Op):
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = _as_input(arrays[0])
         return np.transpose(x, swap_permutation(self.name, attrs.axis1, attrs.axis2, x.ndim))
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """A transpose exchanging the two axes."""
+        _, x = _one_input(arg_infos)
+        perm = swap_permutation(self.name, attrs.axis1, attrs.axis2, x.ndim)
+        return permute_kernel(self.name, x, perm)
 
 
 # --------------------------------------------------------------------------- expand/squeeze
@@ -312,6 +358,15 @@ class ExpandDims(Op):
         x = _as_input(arrays[0])
         return np.reshape(x, expanded_shape(self.name, x.shape, attrs.axis))
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[i without the new axes]``."""
+        _, x = _one_input(arg_infos)
+        shape = expanded_shape(self.name, x.shape, attrs.axis)
+        new = set(normalize_axes(self.name, attrs.axis, len(shape)))
+        return gather_kernel(
+            self.name, x, shape, lambda i: tuple(j for a, j in enumerate(i) if a not in new)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SqueezeAttrs:
@@ -357,6 +412,27 @@ class Squeeze(Op):
         x = _as_input(arrays[0])
         axis = None if attrs is None or attrs.axis is None else attrs.axis
         return np.squeeze(x, axis=axis)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[i with 0 at the removed axes]``."""
+        _, x = _one_input(arg_infos)
+        if attrs.axis is not None:
+            axes = set(normalize_axes(self.name, attrs.axis, x.ndim))
+        else:
+            ones = [arith.compare(d, "==", 1) for d in x.shape]
+            if any(one is None for one in ones):
+                raise LoweringError(
+                    f"squeeze(axis=None) of shape {format_dims(x.shape)}: which axes have "
+                    "size 1 is not known"
+                )
+            axes = {a for a, one in enumerate(ones) if one}
+        shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
+
+        def source(i: Sequence[Dim]) -> tuple[Dim, ...]:
+            kept = iter(i)
+            return tuple(0 if a in axes else next(kept) for a in range(x.ndim))
+
+        return gather_kernel(self.name, x, shape, source)
 
 
 # --------------------------------------------------------------------------- broadcast_to
@@ -408,6 +484,12 @@ class BroadcastTo(Op):
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = _as_input(arrays[0])
         return np.broadcast_to(x, tuple(int(d) for d in attrs.shape)).copy()
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[i broadcast]`` (size-1 axes read index 0)."""
+        dims, x = _one_input(arg_infos)
+        shape = _known_shape(dims, out_info, self.name)
+        return gather_kernel(self.name, x, shape, lambda i: broadcast_indices(x.shape, shape, i))
 
 
 # --------------------------------------------------------------------------- concatenate, stack
@@ -478,6 +560,35 @@ class Concatenate(Op):
         inputs = [np.asarray(a).astype(dtypes.to_numpy(out)) for a in arrays]
         return np.concatenate(inputs, axis=0 if attrs is None else attrs.axis)
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[..., i, ...]`` reads the input whose range along the axis holds ``i``."""
+        inputs = _joined_inputs(arg_infos)
+        dtype = as_tensor_info(out_info).dtype
+        axis = normalize_axis(self.name, attrs.axis, inputs[0].ndim)
+        offsets = [0]
+        for tensor in inputs:
+            offsets.append(offsets[-1] + tensor.shape[axis])
+        shape = inputs[0].shape[:axis] + (offsets[-1],) + inputs[0].shape[axis + 1 :]
+
+        def load(k: int, i: tuple[Dim, ...]) -> PrimExpr:
+            index = i[:axis] + (i[axis] - offsets[k],) + i[axis + 1 :]
+            return convert(inputs[k][index], dtype)
+
+        def body(*indices: object) -> PrimExpr:
+            i = index_dims(indices)
+            value = load(len(inputs) - 1, i)
+            for k in range(len(inputs) - 2, -1, -1):
+                value = tir.if_then_else(as_expr(i[axis]) < offsets[k + 1], load(k, i), value)
+            return value
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([*inputs, out], name=self.name)
+
+
+def _joined_inputs(arg_infos: Sequence[StructInfo]) -> list[te.Tensor]:
+    names = [f"x{k}" for k in range(len(arg_infos))]
+    return placeholders(KernelDims(), arg_infos, names)
+
 
 @register
 class Stack(Op):
@@ -504,6 +615,26 @@ class Stack(Op):
         out = dtypes.result_type(*(value_type(a) for a in arrays))
         inputs = [np.asarray(a).astype(dtypes.to_numpy(out)) for a in arrays]
         return np.stack(inputs, axis=0 if attrs is None else attrs.axis)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[..., k, ...] = inputs[k][...]``."""
+        inputs = _joined_inputs(arg_infos)
+        dtype = as_tensor_info(out_info).dtype
+        axis = normalize_axis(self.name, attrs.axis, inputs[0].ndim + 1)
+        first = inputs[0].shape
+        shape = first[:axis] + (len(inputs),) + first[axis:]
+
+        def body(*indices: object) -> PrimExpr:
+            i = index_dims(indices)
+            rest = i[:axis] + i[axis + 1 :]
+            value = convert(inputs[-1][rest], dtype)
+            for k in range(len(inputs) - 2, -1, -1):
+                chosen = convert(inputs[k][rest], dtype)
+                value = tir.if_then_else(tir.eq(as_expr(i[axis]), k), chosen, value)
+            return value
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([*inputs, out], name=self.name)
 
 
 # --------------------------------------------------------------------------- split
@@ -586,6 +717,27 @@ class Split(Op):
             return tuple(np.split(x, attrs.sections, axis=attrs.axis))
         return tuple(np.split(x, [int(i) for i in attrs.indices], axis=attrs.axis))
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """One output per piece: ``piece[..., i, ...] = x[..., start + i, ...]``."""
+        dims, x = _one_input(arg_infos)
+        axis = normalize_axis(self.name, attrs.axis, x.ndim)
+        size = x.shape[axis]
+        if attrs.sections is not None:
+            step = arith.floordiv(size, attrs.sections)
+            bounds = [k * step for k in range(attrs.sections + 1)]
+        else:
+            bounds = [0, *(dims.value(i) for i in attrs.indices), size]
+        pieces = []
+        for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            shape = x.shape[:axis] + (hi - lo,) + x.shape[axis + 1 :]
+
+            def body(*indices: object, lo: Dim = lo) -> PrimExpr:
+                i = index_dims(indices)
+                return x[i[:axis] + (i[axis] + lo,) + i[axis + 1 :]]
+
+            pieces.append(te.compute(shape, body, name=f"{self.name}_{k}"))
+        return te.create_prim_func([x, *pieces], name=self.name)
+
 
 # --------------------------------------------------------------------------- tril, triu
 
@@ -611,6 +763,21 @@ class _Triangle(Op):
             ctx.fail(f"argument must be at least 2-D, got shape {info_text(x)}")
         return x
 
+    def keeps(self, row: PrimExpr, column: PrimExpr, k: int) -> PrimExpr:
+        """Whether element ``(row, column)`` of the last two axes is kept."""
+        raise NotImplementedError
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[..., r, c] = x[..., r, c]`` where kept, else 0."""
+        _, x = _one_input(arg_infos)
+        zero = as_expr(0, x.dtype) if x.dtype != "bool" else as_expr(False)
+
+        def body(*i: object) -> PrimExpr:
+            return tir.select(self.keeps(i[-2], i[-1], attrs.k), x[i], zero)
+
+        out = te.compute(x.shape, body, name=self.name)
+        return te.create_prim_func([x, out], name=self.name)
+
 
 @register
 class Tril(_Triangle):
@@ -621,6 +788,9 @@ class Tril(_Triangle):
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         return np.tril(_as_input(arrays[0]), 0 if attrs is None else attrs.k)
 
+    def keeps(self, row: PrimExpr, column: PrimExpr, k: int) -> PrimExpr:
+        return column - row <= k
+
 
 @register
 class Triu(_Triangle):
@@ -630,6 +800,9 @@ class Triu(_Triangle):
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         return np.triu(_as_input(arrays[0]), 0 if attrs is None else attrs.k)
+
+    def keeps(self, row: PrimExpr, column: PrimExpr, k: int) -> PrimExpr:
+        return column - row >= k
 
 
 # --------------------------------------------------------------------------- pad
@@ -697,6 +870,27 @@ class Pad(Op):
             return x.copy()
         fill = np.asarray(attrs.constant_value).astype(x.dtype)
         return np.pad(x, attrs.widths(self.name, x.ndim), constant_values=fill)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[i - before]`` inside the original extent, the constant outside."""
+        _, x = _one_input(arg_infos)
+        widths = attrs.widths(self.name, x.ndim)
+        shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
+        value = np.asarray(attrs.constant_value).astype(dtypes.to_numpy(x.dtype)).item()
+        fill = as_expr(value, x.dtype)
+
+        def body(*indices: object) -> PrimExpr:
+            i = index_dims(indices)
+            inside = as_expr(True)
+            for index, dim, (lo, _) in zip(i, x.shape, widths):
+                if lo:
+                    inside = inside & (as_expr(index) >= lo)
+                inside = inside & (as_expr(index) < dim + lo)
+            source = tuple(index - lo for index, (lo, _) in zip(i, widths))
+            return tir.if_then_else(inside, x[source], fill)
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([x, out], name=self.name)
 
 
 __all__ = [

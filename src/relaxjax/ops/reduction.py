@@ -28,11 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith, dtypes
-from relaxjax.errors import ShapeError
+from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ops.base import (
     InferContext,
     Op,
+    as_tensor_info,
     compute_dtype,
     info_text,
     normalize_axis,
@@ -42,6 +43,10 @@ from relaxjax.ops.base import (
     to_inexact,
     value_type,
 )
+from relaxjax.ops.kernel import KernelDims, convert, placeholders
+from relaxjax.tir import PrimExpr, PrimFunc, te
+from relaxjax.tir import math as tmath
+from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
@@ -202,6 +207,115 @@ def reduce_info(
     return TensorInfo(shape, dtype)
 
 
+# --------------------------------------------------------------------------- kernels
+
+
+class ReducedAxes:
+    """Index bookkeeping for a reduction of ``shape`` over ``axes`` in a kernel: the kept
+    axes index the reduced stage, each reduced axis becomes a ``te.reduce_axis``."""
+
+    def __init__(self, shape: Sequence[Dim], axes: Sequence[int]) -> None:
+        self.shape = tuple(shape)
+        self.axes = tuple(axes)
+        self.kept_shape = tuple(d for a, d in enumerate(self.shape) if a not in self.axes)
+        self.count = num_elements([self.shape[a] for a in self.axes])
+
+    def kept(self, indices: Sequence[object]) -> tuple[object, ...]:
+        """The kept axes' entries of full-rank ``indices``."""
+        return tuple(i for a, i in enumerate(indices) if a not in self.axes)
+
+    def full(self, kept: Sequence[object], reduced: Sequence[object]) -> tuple[object, ...]:
+        """Full-rank indices from the kept indices and one index per reduced axis."""
+        kept_iter, reduced_iter = iter(kept), iter(reduced)
+        return tuple(
+            next(reduced_iter) if a in self.axes else next(kept_iter)
+            for a in range(len(self.shape))
+        )
+
+    def reduce(self, reducer, value, name: str, index=None):
+        """A stage over the kept axes reducing ``value(full indices)`` over the others.
+
+        With ``index(reduced iterators)`` the reduction is over ``(value, index)`` pairs
+        (argmax/argmin) and the stage's two tensors are returned.
+        """
+        if not self.axes:
+            return te.compute(self.kept_shape, lambda *i: value(i), name=name)
+        ks = [te.reduce_axis(self.shape[a], f"k{a}") for a in self.axes]
+
+        def body(*i: object) -> object:
+            source = value(self.full(i, ks))
+            if index is None:
+                return reducer(source, axis=ks)
+            return reducer((source, index(ks)), axis=ks)
+
+        return te.compute(self.kept_shape, body, name=name)
+
+    def out_shape(self, keepdims: bool) -> tuple[Dim, ...]:
+        """The result shape: the kept dims, with the reduced ones as 1 under keepdims."""
+        if not keepdims:
+            return self.kept_shape
+        return tuple(1 if a in self.axes else d for a, d in enumerate(self.shape))
+
+
+def finish_reduction(
+    name: str,
+    x: te.Tensor,
+    axes: ReducedAxes,
+    reduced: te.Tensor,
+    keepdims: bool,
+    dtype: str,
+    finish=None,
+) -> PrimFunc:
+    """The kernel ``[x, out]`` where ``out`` is ``finish(reduced value)`` (default: the
+    value) converted to ``dtype``, with size-1 axes under ``keepdims``. The reduced stage
+    is the output itself when nothing remains to be done."""
+    if finish is None and not keepdims and reduced.dtype == dtype and axes.axes:
+        return te.create_prim_func([x, reduced], name=name)
+
+    def body(*i: object) -> PrimExpr:
+        kept = axes.kept(i) if keepdims else i
+        value = reduced[tuple(kept)]
+        return convert(value if finish is None else finish(value, kept), dtype)
+
+    out = te.compute(axes.out_shape(keepdims), body, name=name)
+    return te.create_prim_func([x, out], name=name)
+
+
+def linear_index(shape: Sequence[Dim], indices: Sequence[object]) -> Dim:
+    """The row-major flat position of ``indices`` in ``shape``."""
+    flat: Dim = 0
+    for dim, index in zip(shape, indices):
+        flat = flat * dim + _dim_of(index)
+    return flat
+
+
+def unravel(flat: object, shape: Sequence[Dim]) -> tuple[Dim, ...]:
+    """The row-major indices of flat position ``flat`` in ``shape``."""
+    position = _dim_of(flat)
+    indices: list[Dim] = []
+    for axis in range(len(shape) - 1, -1, -1):
+        if axis == 0:
+            indices.append(position)
+        else:
+            indices.append(position % shape[axis])
+            position = position // shape[axis]
+    return tuple(reversed(indices))
+
+
+def _dim_of(index: object) -> Dim:
+    if isinstance(index, (int, arith.Expr)):
+        return index
+    dim = getattr(index, "index_dim", None)
+    if dim is None:
+        raise LoweringError(f"expected an index, got {index!r}")
+    return dim
+
+
+def _reduction_input(arg_infos: Sequence[StructInfo]) -> te.Tensor:
+    (x,) = placeholders(KernelDims(), arg_infos[:1], ("x",))
+    return x
+
+
 def _input_dtype(value: object) -> str:
     """The dtype of a reference input: a Python scalar takes its weak default dtype."""
     return dtypes.result_type(value_type(value))
@@ -264,6 +378,30 @@ class _AxesReduction(Op):
         """The numpy reduction of the converted input over ``axes`` (keepdims=True)."""
         raise NotImplementedError
 
+    def work_dtype(self, out: str) -> str:
+        """The dtype the kernel reduces in, for a result of dtype ``out``."""
+        return compute_dtype(out).name
+
+    def reduce_stage(self, x, axes: ReducedAxes, attrs, out: str, work: str, name: str):
+        """The kernel stage holding the reduction (in ``work``) over the kept axes."""
+        raise NotImplementedError
+
+    def finish(self, axes: ReducedAxes, attrs, work: str):
+        """``f(reduced value, kept indices)`` computing the result, or None."""
+        return None
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """One reduction stage (plus a stage for a final step, a dtype conversion or
+        ``keepdims``); half precisions accumulate in float32, integers in int64."""
+        x = _reduction_input(arg_infos)
+        out = as_tensor_info(out_info).dtype
+        axes = ReducedAxes(x.shape, reduced_axes(self.name, attrs.axis, x.ndim))
+        work = self.work_dtype(out)
+        finish = self.finish(axes, attrs, work)
+        direct = not attrs.keepdims and bool(axes.axes) and work == out and finish is None
+        stage = self.reduce_stage(x, axes, attrs, out, work, self.name if direct else "acc")
+        return finish_reduction(self.name, x, axes, stage, attrs.keepdims, out, finish)
+
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = self.Attrs() if attrs is None else attrs
         (value,) = arrays
@@ -290,6 +428,12 @@ class Sum(_AxesReduction):
     def compute(self, x, axes, attrs, out):
         return np.sum(_converted(x, out), axis=axes, keepdims=True)
 
+    def work_dtype(self, out: str) -> str:
+        return accumulator_dtype(out).name
+
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        return axes.reduce(te.sum, lambda i: convert(convert(x[i], out), work), name)
+
 
 @register
 class Prod(_AxesReduction):
@@ -303,6 +447,12 @@ class Prod(_AxesReduction):
 
     def compute(self, x, axes, attrs, out):
         return np.prod(_converted(x, out), axis=axes, keepdims=True)
+
+    def work_dtype(self, out: str) -> str:
+        return accumulator_dtype(out).name
+
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        return axes.reduce(te.prod, lambda i: convert(convert(x[i], out), work), name)
 
 
 @register
@@ -319,6 +469,13 @@ class Mean(_AxesReduction):
         x = x.astype(compute_dtype(out))
         count = math.prod(x.shape[a] for a in axes)
         return np.sum(x, axis=axes, keepdims=True) / x.dtype.type(count)
+
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        return axes.reduce(te.sum, lambda i: convert(x[i], work), name)
+
+    def finish(self, axes, attrs, work):
+        count = convert(as_expr(axes.count), work)
+        return lambda total, kept: total / count
 
 
 @register
@@ -342,6 +499,26 @@ class Var(_AxesReduction):
             return np.full_like(squares, np.nan)
         return squares / x.dtype.type(divisor)
 
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        count = convert(as_expr(axes.count), work)
+        total = axes.reduce(te.sum, lambda i: convert(x[i], work), "total")
+        mean = te.compute(axes.kept_shape, lambda *i: total[i] / count, name="mean")
+
+        def square(i: Sequence[object]) -> PrimExpr:
+            centered = convert(x[i], work) - mean[axes.kept(i)]
+            return centered * centered
+
+        return axes.reduce(te.sum, square, name)
+
+    def finish(self, axes, attrs, work):
+        divisor = as_expr(axes.count - attrs.ddof)
+        nan = as_expr(float("nan"), work)
+
+        def divide(squares: PrimExpr, kept) -> PrimExpr:
+            return tmath.select(divisor > 0, squares / convert(divisor, work), nan)
+
+        return divide
+
 
 @register
 class Max(_AxesReduction):
@@ -357,6 +534,12 @@ class Max(_AxesReduction):
     def compute(self, x, axes, attrs, out):
         return np.max(x, axis=axes, keepdims=True)
 
+    def work_dtype(self, out: str) -> str:
+        return _extremum_dtype(out)
+
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        return axes.reduce(te.max, lambda i: convert(x[i], work), name)
+
 
 @register
 class Min(_AxesReduction):
@@ -371,6 +554,17 @@ class Min(_AxesReduction):
 
     def compute(self, x, axes, attrs, out):
         return np.min(x, axis=axes, keepdims=True)
+
+    def work_dtype(self, out: str) -> str:
+        return _extremum_dtype(out)
+
+    def reduce_stage(self, x, axes, attrs, out, work, name):
+        return axes.reduce(te.min, lambda i: convert(x[i], work), name)
+
+
+def _extremum_dtype(dtype: str) -> str:
+    """Kernels compare bools as int8 (TIR has no max/min on bool)."""
+    return "int8" if dtypes.is_bool(dtype) else dtype
 
 
 def _converted(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -405,6 +599,26 @@ class _ArgReduction(Op):
         """numpy's argmax or argmin."""
         raise NotImplementedError
 
+    reducer = None  # te.argmax or te.argmin
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """A reduction over (value, flat index) pairs: the first extreme wins, NaN first."""
+        x = _reduction_input(arg_infos)
+        axis = None if attrs.axis is None else (attrs.axis,)
+        axes = ReducedAxes(x.shape, reduced_axes(self.name, axis, x.ndim))
+        work = _extremum_dtype(x.dtype)
+        reduced_shape = [x.shape[a] for a in axes.axes]
+
+        def index(ks: Sequence[object]) -> PrimExpr:
+            return as_expr(linear_index(reduced_shape, ks))
+
+        name = self.name if not attrs.keepdims else "acc"
+        if not axes.axes:  # a 0-d array: index 0
+            stage = te.compute((), lambda: as_expr(0), name=name)
+        else:
+            _, stage = axes.reduce(self.reducer, lambda i: convert(x[i], work), name, index)
+        return finish_reduction(self.name, x, axes, stage, attrs.keepdims, "int64")
+
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = self.Attrs() if attrs is None else attrs
         x = _as_input(arrays[0])
@@ -424,6 +638,7 @@ class Argmax(_ArgReduction):
     """``jnp.argmax``: int64 indices of the largest elements."""
 
     name = "argmax"
+    reducer = te.argmax
 
     def pick(self, x: np.ndarray, axis: int | None) -> np.ndarray:
         return np.argmax(x, axis=axis)
@@ -434,6 +649,7 @@ class Argmin(_ArgReduction):
     """``jnp.argmin``: int64 indices of the smallest elements."""
 
     name = "argmin"
+    reducer = te.argmin
 
     def pick(self, x: np.ndarray, axis: int | None) -> np.ndarray:
         return np.argmin(x, axis=axis)
@@ -469,6 +685,39 @@ class Cumsum(Op):
             return TensorInfo(dtype=dtype)
         normalize_axis(self.name, attrs.axis, x.ndim)
         return TensorInfo(x.shape, dtype, x.ndim)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[..., i, ...] = sum over k <= i of x[..., k, ...]`` (a masked reduction,
+        quadratic in the axis length); ``axis=None`` scans the row-major flattening."""
+        x = _reduction_input(arg_infos)
+        out = as_tensor_info(out_info).dtype
+        work = accumulator_dtype(out).name
+        if attrs.axis is None:
+            shape, size = (num_elements(x.shape),), num_elements(x.shape)
+
+            def element(i: Sequence[object], k: object) -> PrimExpr:
+                return x[unravel(k, x.shape)]
+
+            position = 0
+        else:
+            position = normalize_axis(self.name, attrs.axis, x.ndim)
+            shape, size = x.shape, x.shape[position]
+
+            def element(i: Sequence[object], k: object) -> PrimExpr:
+                return x[tuple(k if a == position else j for a, j in enumerate(i))]
+
+        name = self.name if work == out else "acc"
+
+        def body(*i: object) -> object:
+            k = te.reduce_axis(size, "k")
+            value = convert(convert(element(i, k), out), work)
+            return te.sum(value, axis=k, where=k <= i[position])
+
+        stage = te.compute(shape, body, name=name)
+        if work == out:
+            return te.create_prim_func([x, stage], name=self.name)
+        result = te.compute(shape, lambda *i: convert(stage[i], out), name=self.name)
+        return te.create_prim_func([x, result], name=self.name)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = self.Attrs() if attrs is None else attrs

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes, ops
+from relaxjax import arith, dtypes
 from relaxjax.arith import Dim, Sym
 from relaxjax.errors import LoweringError, ShapeError, SourceLocation
 from relaxjax.ir import (
@@ -38,19 +38,15 @@ from relaxjax.ir import (
     ExternFunc,
     Function,
     GlobalVar,
-    InferContext,
     MatchCast,
     PrimInfo,
     PrimValue,
     ShapeExpr,
-    ShapeInfo,
     StructInfo,
     TensorInfo,
     Tuple,
     TupleGetItem,
-    TupleInfo,
     Var,
-    subs_info,
 )
 from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.runtime import messages
@@ -59,6 +55,13 @@ from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
 from relaxjax.runtime.memory import ALIGNMENT, Request, plan_memory
+from relaxjax.runtime.shapes import (
+    check_condition,
+    check_error,
+    concrete_infer,
+    original_tensors,
+    tensor_leaves,
+)
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
@@ -89,29 +92,6 @@ class _Launch:
     symbols: list[str]
     where: str
     extern: Callable[..., None] | None = None
-
-
-def _check_condition(check: Check, code: Callable[[Dim], str]) -> str:
-    """Python source that is true when ``check`` FAILS."""
-    args = [f"({code(a)})" for a in check.args]
-    if check.kind == "nonneg":
-        return f"{args[0]} < 0"
-    a, b = args
-    if check.kind == "eq":
-        return f"{a} != {b}"
-    if check.kind == "le":
-        return f"{a} > {b}"
-    if check.kind == "broadcast":
-        return f"not ({a} == {b} or {a} == 1 or {b} == 1)"
-    return f"({b} != 0 if {a} == 0 else {b} % {a} != 0)"
-
-
-def _tensor_leaves(info: StructInfo, where: str) -> list[TensorInfo]:
-    if isinstance(info, TensorInfo):
-        return [info]
-    if isinstance(info, TupleInfo):
-        return [leaf for field in info.fields for leaf in _tensor_leaves(field, where)]
-    raise LoweringError(f"{where}: a kernel can only produce tensors, not {info!r}")
 
 
 def _flat_values(bound: object) -> list[Value]:
@@ -221,22 +201,29 @@ class ProgramWriter:
         self._emit_checks(call.checks, binding.location)
         out_info = call.info
         assert out_info is not None
-        leaves = _tensor_leaves(out_info, where)
+        leaves = tensor_leaves(out_info, where)
         if all(leaf.shape is not None for leaf in leaves):
             shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
         else:
             shapes = self._infer_shapes(call, inputs, leaves, binding.location, where)
+        outputs = self._new_outputs(leaves, shapes)
+        tir_vars = call.args[2] if len(call.args) > 2 else None
+        self._add_launch(kernel_ref.name, inputs + outputs, tir_vars, where)
+        if isinstance(out_info, TensorInfo):
+            return outputs[0]
+        return _restructure(out_info, iter(outputs))
+
+    def _new_outputs(
+        self, leaves: Sequence[TensorInfo], shapes: Sequence[tuple[str, ...]]
+    ) -> list[Value]:
+        """Fresh storages for a call's results (numpy arrays or arena slices, decided later)."""
         outputs = []
         for leaf, shape in zip(leaves, shapes):
             storage = self._new_storage("kernel")
             value = Value(leaf, shape, f"r{storage.index}", True, storage)
             self.storage_values[storage] = value
             outputs.append(value)
-        tir_vars = call.args[2] if len(call.args) > 2 else None
-        self._add_launch(kernel_ref.name, inputs + outputs, tir_vars, where)
-        if isinstance(out_info, TensorInfo):
-            return outputs[0]
-        return _restructure(out_info, iter(outputs))
+        return outputs
 
     def _call_extern(self, call: Call, binding: Binding, where: str) -> object:
         func = call.args[0]
@@ -245,16 +232,11 @@ class ProgramWriter:
         inputs = _flat_values(self._operand(call.args[1], where))
         self._emit_checks(call.checks, binding.location)
         assert call.info is not None
-        leaves = _tensor_leaves(call.info, where)
+        leaves = tensor_leaves(call.info, where)
         if any(leaf.shape is None for leaf in leaves):
             raise LoweringError(f"{where}: a library call needs a known result shape")
-        outputs = []
-        for leaf in leaves:
-            storage = self._new_storage("kernel")
-            shape = tuple(self.symbols.code(d, where) for d in leaf.shape)
-            value = Value(leaf, shape, f"r{storage.index}", True, storage)
-            self.storage_values[storage] = value
-            outputs.append(value)
+        shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
+        outputs = self._new_outputs(leaves, shapes)
         self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
         if isinstance(call.info, TensorInfo):
             return outputs[0]
@@ -264,8 +246,8 @@ class ProgramWriter:
         names = self.symbols.names()
         sites = {name: self.symbols.site(name) for name in names}
         for check in checks:
-            helper = self.writer.constant(_check_error(check, names, sites, location), "check")
-            condition = _check_condition(check, lambda d: self.symbols.code(d, "a check"))
+            helper = self.writer.constant(check_error(check, names, sites, location), "check")
+            condition = check_condition(check, lambda d: self.symbols.code(d, "a check"))
             self.writer.line(f"if {condition}:")
             self.writer.line(f"raise {helper}({self.symbols.env_code()})", 2)
 
@@ -283,9 +265,9 @@ class ProgramWriter:
                 f"{where}: the result's shape {call.info!r} is only known at run time, but the "
                 "call_tir does not name the op whose shape rule computes it"
             )
-        tensors = _original_tensors(attrs.arg_infos, inputs, where)
+        tensors = original_tensors(attrs.arg_infos, inputs, where)
         names = self.symbols.names()
-        infer = _concrete_infer(attrs, names, len(leaves), location)
+        infer = concrete_infer(attrs, names, len(leaves), location)
         helper = self.writer.constant(infer, "infer")
         local = self.writer.fresh("h")
         shapes = "".join(f"{v.shape_code}, " for v in tensors)
@@ -300,9 +282,10 @@ class ProgramWriter:
     def _match_cast(self, binding: MatchCast, where: str) -> object:
         value = self._operand(binding.value, where)
         info = binding.info
-        origin = f"match_cast at {binding.location}" if binding.location else "match_cast"
+        line = binding.location.lineno if binding.location is not None else None
+        origin = "match_cast" if line is None else f"match_cast (line {line})"
         if isinstance(info, PrimInfo) and isinstance(value, Value) and value.info.ndim == 0:
-            return self._match_scalar(value, info, origin)
+            return self._match_scalar(value, info, origin, binding.location)
         if not isinstance(info, TensorInfo) or not isinstance(value, Value):
             raise LoweringError(f"{where}: the runtime supports match_cast of tensors only")
         if info.ndim is not None and info.ndim != len(value.shape):
@@ -325,12 +308,14 @@ class ProgramWriter:
         shape = [self.symbols.code(d, where) for d in info.shape]
         return value.with_shape(info, tuple(shape))
 
-    def _match_scalar(self, value: Value, info: PrimInfo, origin: str) -> Value:
+    def _match_scalar(
+        self, value: Value, info: PrimInfo, origin: str, location: SourceLocation | None
+    ) -> Value:
         if isinstance(info.value, Sym) and info.value not in self.symbols:
             local = self.symbols.bind(info.value, origin)
             self.writer.line(f"{local} = int({value.ref})")
         elif info.value is not None:
-            self._emit_match_check(f"int({value.ref})", info.value, origin, None, None)
+            self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
         return value
 
     def _emit_bound_check(self, symbol: Sym, local: str, where: str) -> None:
@@ -519,16 +504,6 @@ def _arena_view(arena: np.ndarray, start: int, shape: tuple, dtype: np.dtype) ->
     return arena[start : start + nbytes].view(dtype).reshape(shape)
 
 
-def _check_error(
-    check: Check, names: Sequence[str], sites: Mapping, location: SourceLocation | None
-) -> Callable[[tuple], ShapeError]:
-    def check_error(env_values: tuple) -> ShapeError:
-        env = dict(zip(names, env_values))
-        return ShapeError(messages.failed_check(check, env, sites), location=location)
-
-    return check_error
-
-
 def _restructure(info: StructInfo, leaves) -> object:
     if isinstance(info, TensorInfo):
         return next(leaves)
@@ -553,76 +528,6 @@ def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None
                     f"{where}: kernel {kernel} buffer {name} axis {axis} is {want}, the call "
                     f"passes {have}"
                 )
-
-
-def _data_leaves(infos: Sequence[StructInfo]) -> list[StructInfo]:
-    """Tensor and scalar infos in operand order (tuples flattened, shapes skipped)."""
-    leaves: list[StructInfo] = []
-    for info in infos:
-        if isinstance(info, TupleInfo):
-            leaves.extend(_data_leaves(info.fields))
-        elif isinstance(info, (TensorInfo, PrimInfo)):
-            leaves.append(info)
-    return leaves
-
-
-def _original_tensors(
-    arg_infos: Sequence[StructInfo], inputs: Sequence[Value], where: str
-) -> list[Value]:
-    """The kernel inputs that were tensor operands of the original op call.
-
-    Legalisation passes every data operand (scalars as 0-d buffers) or only the tensors.
-    """
-    leaves = _data_leaves(arg_infos)
-    if len(leaves) == len(inputs):
-        return [v for v, leaf in zip(inputs, leaves) if isinstance(leaf, TensorInfo)]
-    tensors = [leaf for leaf in leaves if isinstance(leaf, TensorInfo)]
-    if len(tensors) != len(inputs):
-        raise LoweringError(
-            f"{where}: the call_tir passes {len(inputs)} buffers for an op call with "
-            f"{len(leaves)} operands"
-        )
-    return list(inputs)
-
-
-def _concrete_infer(
-    attrs: LegalizedAttrs,
-    symbol_names: Sequence[str],
-    num_leaves: int,
-    location: SourceLocation | None,
-) -> Callable:
-    """A function of (symbol values, input shapes) -> the output leaves' concrete shapes."""
-    op = ops.get(attrs.op_name)
-    op_attrs = op.Attrs(**dict(attrs.op_attrs)) if op.Attrs is not None else None
-    arg_infos = attrs.arg_infos
-
-    def infer(env_values: tuple, shapes: tuple) -> tuple:
-        env = dict(zip(symbol_names, env_values))
-        concrete = iter(shapes)
-        infos = [_concretize(info, concrete, env) for info in arg_infos]
-        ctx = InferContext(op.name, infos, location)
-        result = op.infer(infos, op_attrs, ctx)
-        leaves = _tensor_leaves(result, op.name)
-        if len(leaves) != num_leaves or any(
-            leaf.shape is None or not all(isinstance(d, int) for d in leaf.shape) for leaf in leaves
-        ):
-            raise LoweringError(
-                f"{op.name}: its shape rule gave {result!r} for concrete operands {infos!r}"
-            )
-        return tuple(leaf.shape for leaf in leaves)
-
-    return infer
-
-
-def _concretize(info: StructInfo, shapes, env: Mapping[str, int]) -> StructInfo:
-    """``info`` with each tensor's shape taken from ``shapes`` and symbols from ``env``."""
-    if isinstance(info, TensorInfo):
-        return TensorInfo(next(shapes), info.dtype)
-    if isinstance(info, TupleInfo):
-        return TupleInfo(_concretize(f, shapes, env) for f in info.fields)
-    if isinstance(info, (PrimInfo, ShapeInfo)):
-        return subs_info(info, env)
-    return info
 
 
 def write_program(function: Function, kernels: Mapping[str, KernelHandle]) -> Callable[..., tuple]:

@@ -30,6 +30,7 @@ from relaxjax.schedule.scope import (
 )
 from relaxjax.schedule.step import Step, fail
 from relaxjax.schedule.tree import Namer, Site, replace
+from relaxjax.tir.analysis import relax_dim
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import IndexExpr, IntImm, PrimExpr, binop
 from relaxjax.tir.function import PrimFunc
@@ -83,29 +84,35 @@ def _region_nest(
     block: Block,
     regions: dict[str, tuple[Dim, Dim]],
     namer: Namer,
-    extra_predicate: Sequence[PrimExpr] = (),
+    outer: tuple[tuple[arith.Sym, Dim, Dim], ...],
 ) -> Stmt:
     """``block`` under fresh loops: a spatial iterator with a region ``(low, high)``
-    runs over it (guarded to stay in its domain), the others over their extent."""
+    runs over it (guarded to stay in its domain unless the ``outer`` loop ranges prove
+    it does), the others over their extent. A region of one point needs no loop."""
     loops: list[tuple[arith.Sym, Dim]] = []
     values: list[Dim] = []
-    guards: list[PrimExpr] = list(extra_predicate)
+    guards: list[PrimExpr] = []
     for iv in block.iter_vars:
-        var = namer.fresh_sym(f"ax_{iv.var.name}")
-        if iv.var.name in regions:
-            low, high = regions[iv.var.name]
-            extent = high - low + 1
-            if isinstance(extent, int) and extent < 0:
-                extent = 0
-            value = low + var
-            if arith.compare(low, ">=", 0) is not True:
-                guards.append(binop(">=", IndexExpr(value), IndexExpr(0)))
-            if arith.compare(high, "<", iv.extent) is not True:
-                guards.append(binop("<", IndexExpr(value), IndexExpr(iv.extent)))
+        if iv.var.name not in regions:
+            var = namer.fresh_sym(f"ax_{iv.var.name}")
+            loops.append((var, iv.extent))
+            values.append(var)
+            continue
+        low, high = regions[iv.var.name]
+        extent = high - low + 1
+        if isinstance(extent, int) and extent <= 1:
+            value = low
+            if extent <= 0:
+                loops.append((namer.fresh_sym(f"ax_{iv.var.name}"), 0))
         else:
-            extent, value = iv.extent, var
-        loops.append((var, extent))
+            var = namer.fresh_sym(f"ax_{iv.var.name}")
+            loops.append((var, extent))
+            value = low + var
         values.append(value)
+        if not _proven(low, ">=", 0, outer):
+            guards.append(binop(">=", IndexExpr(value), IndexExpr(0)))
+        if not _proven(high, "<", iv.extent, outer):
+            guards.append(binop("<", IndexExpr(value), IndexExpr(iv.extent)))
     predicate = conjunction(guards)
     realize = BlockRealize(
         tuple(values), IntImm(1, "bool") if predicate is None else predicate, block
@@ -114,6 +121,22 @@ def _region_nest(
     for var, extent in reversed(loops):
         stmt = For(var, 0, extent, "serial", stmt)
     return stmt
+
+
+def _proven(value: Dim, op: str, bound: Dim, outer) -> bool:
+    """``value op bound`` for every value of the loops ``outer`` in their ranges."""
+    if arith.compare(value, op, bound) is True:
+        return True
+    relaxed = relax_dim(value, outer)
+    if relaxed is None:
+        return False
+    low, high = relaxed
+    return arith.compare(low if op == ">=" else high, op, bound) is True
+
+
+def _outer_ranges(loop_site: Site) -> tuple[tuple[arith.Sym, Dim, Dim], ...]:
+    loops = list(loop_site.loops()) + [loop_site.node]
+    return tuple((lp.var, lp.start, lp.extent) for lp in loops)
 
 
 def _check_target(primitive: str, block_site: Site, loop_site: Site) -> None:
@@ -163,7 +186,7 @@ def compute_at(
     own = exclusive_root(block_site)
     _check_outside_uses(primitive, block, written, statements, mine, target, own, loop)
     regions = _consumer_regions(primitive, block, written, loop)
-    nest = _region_nest(block, regions, namer)
+    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site))
     body = replace(func.body, loop, _with_body(loop, seq(nest, loop.body)))
     body = remove(body, own)
     removed = {
@@ -298,8 +321,10 @@ def reverse_compute_at(
     produced, _ = buffers_touched(loop)
     if my_writes & (produced | buffers_touched(loop)[1]):
         raise fail(primitive, f"blocks under loop {loop.var.name} use what {block.name!r} writes")
-    regions = _producer_regions(primitive, block, loop, my_reads & produced, complete)
-    nest = _region_nest(block, regions, namer)
+    regions = _producer_regions(
+        primitive, block, loop, my_reads & produced, complete, _outer_ranges(loop_site)
+    )
+    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site))
     body = replace(func.body, loop, _with_body(loop, seq(loop.body, nest)))
     body = remove(body, own)
     removed = {
@@ -335,7 +360,9 @@ def _check_between(primitive, block, statements, target, mine, reads, writes, lo
                 )
 
 
-def _producer_regions(primitive, block, loop, buffers, complete) -> dict[str, tuple[Dim, Dim]]:
+def _producer_regions(
+    primitive, block, loop, buffers, complete, outer
+) -> dict[str, tuple[Dim, Dim]]:
     """For each spatial iterator of ``block`` read as an axis of a buffer produced under
     ``loop``: the range of that axis produced in one iteration."""
     if not buffers:
@@ -357,6 +384,7 @@ def _producer_regions(primitive, block, loop, buffers, complete) -> dict[str, tu
                 primitive, f"{name} is written by {len(writers)} blocks under loop {loop.var.name}"
             )
         realize, loops, writes = writers[0]
+        _check_final(primitive, realize, loop, outer)
         if realize.block.name not in complete:
             raise fail(primitive, f"producer {realize.block.name!r} does not cover its domain")
         buffer = writes[0].buffer
@@ -423,3 +451,18 @@ def _check_dense(primitive, producer: Block, write: Access, loops, loop: For) ->
         used |= names
     if any(s != 0 for v, s, e in loops if v is not loop.var):
         raise fail(primitive, f"a loop above block {producer.name!r} does not start at 0")
+
+
+def _check_final(primitive: str, producer: BlockRealize, loop: For, outer) -> None:
+    """The producer's values are final at the end of an iteration of ``loop``: none of
+    its reduction iterators is bound to ``loop`` or a loop around it."""
+    names = {var.name for var, _, _ in outer}
+    for iv, value in zip(producer.block.iter_vars, producer.iter_values):
+        used = {s.name for s in arith.free_symbols(value)} if not isinstance(value, int) else set()
+        if iv.kind == "reduce" and used & names:
+            raise fail(
+                primitive,
+                f"loop {loop.var.name} does not cover the reduction of {producer.block.name!r} "
+                f"(iterator {iv.var.name} is bound to {', '.join(sorted(used & names))}): its "
+                "results are not final inside one iteration",
+            )

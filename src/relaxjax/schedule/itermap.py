@@ -32,6 +32,8 @@ class Split:
     lower: Dim
     extent: Dim
     top: bool
+    parts: tuple[Split, ...] = ()
+    whole: Dim = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,17 +73,37 @@ def _divides(divisor: Dim, extent: Dim) -> bool:
 
 
 def _usable_divisor(divisor: Dim, extent: Dim) -> bool:
-    """A divisor that is positive, or zero only when the loop is empty (a factor of
-    its extent, as in a fused loop ``f // m`` over ``n * m``)."""
-    return arith.compare(divisor, ">", 0) is True or _divides(divisor, extent)
+    """A divisor that is positive whenever the division runs: provably positive, or
+    non-negative (a zero divisor is undefined behaviour, so a program that runs the
+    division has a positive one), or a factor of the loop's extent (zero only when the
+    loop is empty, as ``f // m`` of a fused loop over ``n * m``)."""
+    return arith.compare(divisor, ">=", 0) is True or _divides(divisor, extent)
+
+
+def _virtual(dim: Dim, loops: Mapping[str, Dim]) -> Split | None:
+    """A dense sum of whole loops (``f0 * 8 + f1``) as one virtual loop named by its text,
+    whose extent is that of the sum; :func:`determines` expands it again."""
+    parsed = parse(dim, loops)
+    if parsed is None or parsed.base != 0 or len(parsed.terms) < 2 or not dense(dim, loops):
+        return None
+    ordered = _sorted_by_scale(parsed.terms)
+    scale, split = ordered[-1]
+    parts = tuple(split for _, split in parsed.terms)
+    extent = scale * split.extent
+    return Split(_VIRTUAL + str(dim), 1, extent, True, parts, extent)
+
+
+_VIRTUAL = "@"
 
 
 def _atom_split(atom: arith.Expr, loops: Mapping[str, Dim]) -> Split | None:
     if isinstance(atom, arith.Sym):
-        return Split(atom.name, 1, loops[atom.name], True) if atom.name in loops else None
+        if atom.name not in loops:
+            return None
+        return Split(atom.name, 1, loops[atom.name], True, (), loops[atom.name])
     if isinstance(atom, (arith.FloorDiv, arith.Mod)) and not _uses(atom.b, loops):
-        inner = _single(atom.a, loops)
-        if inner is None or not _usable_divisor(atom.b, loops[inner.var]):
+        inner = _single(atom.a, loops) or _virtual(atom.a, loops)
+        if inner is None or not _usable_divisor(atom.b, inner.whole):
             return None
         if isinstance(atom, arith.Mod):
             top = arith.compare(atom.b, ">=", inner.extent) is True
@@ -89,11 +111,25 @@ def _atom_split(atom: arith.Expr, loops: Mapping[str, Dim]) -> Split | None:
                 return inner
             if not inner.top and arith.compare(inner.extent % atom.b, "==", 0) is not True:
                 return None
-            return Split(inner.var, inner.lower, atom.b, False)
+            return Split(inner.var, inner.lower, atom.b, False, inner.parts, inner.whole)
         if inner.top:
-            return Split(inner.var, inner.lower * atom.b, ceildiv(inner.extent, atom.b), True)
+            return Split(
+                inner.var,
+                inner.lower * atom.b,
+                ceildiv(inner.extent, atom.b),
+                True,
+                inner.parts,
+                inner.whole,
+            )
         if arith.compare(inner.extent % atom.b, "==", 0) is True:
-            return Split(inner.var, inner.lower * atom.b, inner.extent // atom.b, False)
+            return Split(
+                inner.var,
+                inner.lower * atom.b,
+                inner.extent // atom.b,
+                False,
+                inner.parts,
+                inner.whole,
+            )
     return None
 
 
@@ -179,13 +215,16 @@ def determines(values: Sequence[Dim], var: str, loops: Mapping[str, Dim]) -> boo
     """Whether ``values`` (over the loops ``loops``: name -> extent) determine loop
     ``var``: two points with different values of ``var`` give different tuples,
     whatever the other loops are."""
-    splits: list[Split] = []
+    found: list[Split] = []
     for dim in values:
         parsed = parse(dim, loops)
-        if parsed is None:
-            continue
-        splits.extend(s for s in determined_splits(parsed) if s.var == var)
-    return _covers(splits, loops[var])
+        if parsed is not None:
+            found.extend(determined_splits(parsed))
+    virtual = {s.var: s for s in found if s.parts}
+    for name, sample in virtual.items():
+        if _covers([s for s in found if s.var == name], sample.whole):
+            found.extend(sample.parts)
+    return _covers([s for s in found if s.var == var], loops[var])
 
 
 def dense(dim: Dim, loops: Mapping[str, Dim]) -> bool:

@@ -56,6 +56,13 @@ def _factor(primitive: str, loop: For, value: object, symbols) -> Dim | None:
             primitive,
             f"loop {loop.var.name}: a factor must be an int, a dim or None, got {value!r}",
         ) from None
+    unknown = sorted(s.name for s in arith.free_symbols(dim) if s not in symbols)
+    if unknown:
+        raise fail(
+            primitive,
+            f"loop {loop.var.name}: factor {dim} uses {', '.join(unknown)}, which is not a "
+            "symbol of the kernel",
+        )
     if isinstance(dim, int) and dim <= 0:
         raise fail(primitive, f"loop {loop.var.name}: factors must be positive, got {dim}")
     if arith.compare(dim, ">=", 1) is not True:
@@ -90,7 +97,8 @@ def split_factors(loop: For, factors: Sequence[object], symbols, tail: str) -> t
     if tail == "peel":
         return tuple(given)
     product = _product(given)
-    covers = arith.compare(product, ">=", loop.extent)
+    # an inferred factor is a ceildiv: the product covers the extent by construction
+    covers = True if holes else arith.compare(product, ">=", loop.extent)
     if covers is not True:
         relation = "is smaller than" if covers is False else "cannot be proven to cover"
         raise fail(
@@ -242,8 +250,8 @@ def _chain(sites: Sequence[Site]) -> list[For]:
     start = next(k for k, a in enumerate(bottom.ancestors) if a is top.node)
     chain = [a for a in bottom.ancestors[start:]] + [bottom.node]
     for outer, inner in zip(chain, chain[1:]):
-        if not isinstance(outer, For) or outer.body is not inner:
-            what = type(outer.body).__name__ if isinstance(outer, For) else type(outer).__name__
+        if not isinstance(inner, For) or outer.body is not inner:
+            what = type(outer.body).__name__
             raise fail(
                 "reorder",
                 f"the nest from loop {top.node.var.name} to loop {bottom.node.var.name} is not "
