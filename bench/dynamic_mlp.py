@@ -101,6 +101,10 @@ def main() -> None:
     }
 
     print(f"gelu(x @ W1) @ W2, x: (n, {D_MODEL}), W1: ({D_MODEL}, {D_HIDDEN}), float32")
+    # relaxjax and numpy share numpy's BLAS for the matmuls (relaxjax: dispatch_library);
+    # its 2 spinning threads collapse when other processes hold the cores.
+    blas_threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    print(f"OPENBLAS_NUM_THREADS={blas_threads}, load average {os.getloadavg()[0]:.1f}")
     print(f"cold start + one call at each of {NUM_SHAPES} distinct n in 1..{MAX_N}:")
     for name, seconds in totals.items():
         print(f"  {name:9s} total {seconds:8.3f} s   {seconds / totals['jax.jit']:6.2f}x jax.jit")

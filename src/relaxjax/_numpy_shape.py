@@ -143,7 +143,7 @@ def _dim(value: object, what: str) -> Dim:
 def _shape_arg(shape: object, what: str) -> tuple[Dim, ...]:
     if isinstance(shape, (int, np.integer, arith.Expr)) and not isinstance(shape, bool):
         return (_dim(shape, what),)
-    if not isinstance(shape, Sequence):
+    if not isinstance(shape, Sequence) or isinstance(shape, str):
         raise TypeError(f"{what} must be an int, a dim or a sequence of them, got {shape!r}")
     return tuple(_dim(d, what) for d in shape)
 
@@ -348,7 +348,7 @@ def triu(m, k=0):
 
 
 def _pad_pairs(pad_width: object, ndim: int | None) -> tuple[tuple[int, int], ...]:
-    """numpy's ``pad_width`` forms (``w``, ``(w,)``, ``(lo, hi)``, ``((lo, hi),)``, one pair
+    """jax's ``pad_width`` forms (``w``, ``(w,)``, ``(lo, hi)``, ``((lo, hi),)``, one pair
     per axis) as one pair per axis, or one pair for every axis when the rank is unknown."""
     widths = np.asarray(pad_width)
     if widths.dtype.kind not in "iu":
@@ -357,8 +357,6 @@ def _pad_pairs(pad_width: object, ndim: int | None) -> tuple[tuple[int, int], ..
         widths = np.repeat(widths.reshape(1, 1), 2, axis=1)
     elif widths.ndim == 1 and widths.size == 2:
         widths = widths.reshape(1, 2)
-    elif widths.ndim == 2 and widths.shape[1] == 1:
-        widths = np.repeat(widths, 2, axis=1)
     if widths.ndim != 2 or widths.shape[1] != 2:
         raise ShapeError(f"pad: pad_width must be an int or (before, after) pairs, got {pad_width}")
     if ndim is not None and len(widths) not in (1, ndim):

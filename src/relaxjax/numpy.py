@@ -51,21 +51,31 @@ def _dtype_or_float(dtype: object) -> str:
     return dtypes.default_float() if dtype is None else dtypes.canonical(dtype)
 
 
+def _no_ufunc_extras(name: str, out: object, where: object) -> None:
+    """jax's ufuncs take ``out`` and ``where`` but support neither; nor do we."""
+    for keyword, value in (("out", out), ("where", where)):
+        if value is not None:
+            raise NotImplementedError(f"{name}: the {keyword} argument is not supported")
+
+
 # --------------------------------------------------------------------------- binary
 
 
-def add(x, y, /):
+def add(x, y, /, *, out=None, where=None):
     """``x + y`` with broadcasting (``jnp.add``)."""
+    _no_ufunc_extras("add", out, where)
     return emit("add", (x, y))
 
 
-def subtract(x, y, /):
+def subtract(x, y, /, *, out=None, where=None):
     """``x - y`` with broadcasting (``jnp.subtract``); bool operands are rejected."""
+    _no_ufunc_extras("subtract", out, where)
     return emit("subtract", (x, y))
 
 
-def multiply(x, y, /):
+def multiply(x, y, /, *, out=None, where=None):
     """``x * y`` with broadcasting (``jnp.multiply``)."""
+    _no_ufunc_extras("multiply", out, where)
     return emit("multiply", (x, y))
 
 
@@ -95,13 +105,15 @@ def power(x, y, /):
     return emit("power", (x, y))
 
 
-def maximum(x, y, /):
+def maximum(x, y, /, *, out=None, where=None):
     """The elementwise maximum (``jnp.maximum``)."""
+    _no_ufunc_extras("maximum", out, where)
     return emit("maximum", (x, y))
 
 
-def minimum(x, y, /):
+def minimum(x, y, /, *, out=None, where=None):
     """The elementwise minimum (``jnp.minimum``)."""
+    _no_ufunc_extras("minimum", out, where)
     return emit("minimum", (x, y))
 
 
@@ -135,25 +147,28 @@ def greater_equal(x, y, /):
     return emit("greater_equal", (x, y))
 
 
-def logical_and(x, y, /):
+def logical_and(x, y, /, *, out=None, where=None):
     """``x and y`` elementwise, nonzero is true (``jnp.logical_and``)."""
+    _no_ufunc_extras("logical_and", out, where)
     return emit("logical_and", (x, y))
 
 
-def logical_or(x, y, /):
+def logical_or(x, y, /, *, out=None, where=None):
     """``x or y`` elementwise, nonzero is true (``jnp.logical_or``)."""
+    _no_ufunc_extras("logical_or", out, where)
     return emit("logical_or", (x, y))
 
 
 # --------------------------------------------------------------------------- unary
 
 
-def negative(x, /):
+def negative(x, /, *, out=None, where=None):
     """``-x`` (``jnp.negative``)."""
+    _no_ufunc_extras("negative", out, where)
     return emit("negative", (x,))
 
 
-def abs(x, /):  # noqa: A001 - the jax.numpy name
+def abs(x, /):
     """``|x|`` (``jnp.abs``)."""
     return emit("abs", (x,))
 
@@ -176,8 +191,13 @@ def sqrt(x, /):
     return emit("sqrt", (x,))
 
 
-def rsqrt(x, /):
-    """``1 / sqrt(x)`` with ``jax.lax.rsqrt`` semantics (floating operands only)."""
+def rsqrt(x, *, accuracy=None):
+    """``1 / sqrt(x)`` with ``jax.lax.rsqrt`` semantics (floating operands only).
+
+    ``accuracy`` (jax's tolerance hint) is accepted: the result is always computed to
+    full precision, which meets any tolerance.
+    """
+    del accuracy
     return emit("rsqrt", (x,))
 
 
@@ -201,12 +221,16 @@ def logical_not(x, /):
     return emit("logical_not", (x,))
 
 
-def where(condition, x=None, y=None, /):
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` is true, else ``y``, all broadcast (``jnp.where``).
 
-    The one-argument form (the indices of nonzero elements) has a data-dependent
-    shape and is not supported.
+    The one-argument form (the indices of nonzero elements, with ``size`` and
+    ``fill_value``) has a data-dependent shape and is not supported.
     """
+    if size is not None or fill_value is not None:
+        raise ValueError(
+            "where: size and fill_value arguments cannot be used in three-term where function"
+        )
     if x is None or y is None:
         raise TypeError(
             "where: pass both x and y; where(condition) has a data-dependent shape "
@@ -215,8 +239,10 @@ def where(condition, x=None, y=None, /):
     return emit("where", (condition, x, y))
 
 
-def clip(arr, /, min=None, max=None):  # noqa: A002 - the jax.numpy names
+def clip(arr=None, /, min=None, max=None):
     """``minimum(maximum(arr, min), max)`` (``jnp.clip``); a bound of None is absent."""
+    if arr is None:
+        raise TypeError("clip: the array argument is required")
     bounds = tuple(b for b in (min, max) if b is not None)
     attrs = ClipAttrs(has_min=min is not None, has_max=max is not None)
     return emit("clip", (arr, *bounds), attrs)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from relaxjax import arith, dtypes
@@ -49,6 +50,10 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 
 Operand = TensorInfo | bool | int | float
+
+#: For hypothesis tests parametrized over many ops: fewer examples per op (the loaded
+#: profile's other settings still apply).
+per_op = settings(max_examples=15)
 
 #: The dtypes numerics tests run by default; the others are marked slow.
 SAMPLE_DTYPES = ("int32", "bfloat16", "float32")

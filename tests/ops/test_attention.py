@@ -28,6 +28,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     dims,
@@ -122,7 +123,9 @@ def test_attention_is_precise():
 def test_wrapper_traces_and_evaluates_eagerly():
     q = relax.Tensor(("b", "t", 8, 16), "float32")
     kv = relax.Tensor(("b", "s", 2, 16), "float32")
-    result = relax.eval_shape(lambda q, k, v: dot_product_attention(q, k, v, is_causal=True), q, kv, kv)
+    result = relax.eval_shape(
+        lambda q, k, v: dot_product_attention(q, k, v, is_causal=True), q, kv, kv
+    )
     assert str(result) == str(relax.Tensor(("b", "t", 8, 16), "float32"))
     rng = np.random.default_rng(0)
     qa = random_array(rng, (2, 3, 4, 8), "float32")
@@ -136,7 +139,7 @@ def test_wrapper_traces_and_evaluates_eagerly():
 # --------------------------------------------------------------------------- numerics
 
 
-@settings(max_examples=6)
+@settings(max_examples=4)
 @given(case=attention_cases(), seed=st.integers(0, 2**16))
 def test_attention_reference_matches_jax(case, seed):
     _check_reference(case, seed)
@@ -185,6 +188,35 @@ def test_fully_masked_rows_and_float64_match_jax():
     _assert_close(ours, jax.nn.dot_product_attention(q, k, k, mask=mask, is_causal=True))
 
 
+# --------------------------------------------------------------------------- lowering
+
+
+@settings(max_examples=25)
+@given(case=attention_cases(), env=envs(1, 4))
+def test_attention_lowering_matches_reference(case, env):
+    operands, attrs = case
+    if deduce("dot_product_attention", operands, attrs).error is None:
+        check_lowering("dot_product_attention", operands, attrs, env)
+
+
+@settings(max_examples=15)
+@given(case=attention_cases(with_masks=False), env=envs(0, 3))
+def test_attention_lowering_with_empty_axes_matches_reference(case, env):
+    operands, attrs = case
+    if deduce("dot_product_attention", operands, attrs).error is None:
+        check_lowering("dot_product_attention", operands, attrs, env)
+
+
+def test_attention_kernel_is_shape_generic():
+    q = TensorInfo((B, T, N, 16), "float32")
+    kv = TensorInfo((B, S, N, 16), "float32")
+    kernel = get("dot_product_attention").lower([q, kv, kv], AttentionAttrs(), q)
+    q2 = TensorInfo((M, S, T, 16), "float32")
+    kv2 = TensorInfo((M, B, T, 16), "float32")
+    assert get("dot_product_attention").lower([q2, kv2, kv2], AttentionAttrs(), q2) == kernel
+    assert [p.name for p in kernel.params] == ["query", "key", "value", "dot_product_attention"]
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -204,7 +236,9 @@ def test_attention_errors():
         _deduce(TensorInfo((3, 5, 4, 8)), kv, kv)
     with pytest.raises(ShapeError, match=r"query and key head dims differ"):
         _deduce(TensorInfo((2, 5, 4, 6)), kv, kv)
-    with pytest.raises(ShapeError, match=r"mask must broadcast to \(B, N, T, S\).*axis 1 has size 3"):
+    with pytest.raises(
+        ShapeError, match=r"mask must broadcast to \(B, N, T, S\).*axis 1 has size 3"
+    ):
         _deduce(q, kv, kv, TensorInfo((3, 5, 7), "bool"), has_mask=True)
     with pytest.raises(ShapeError, match=r"query must have rank <= 4"):
         _deduce(TensorInfo((1, 2, 5, 4, 8)), kv, kv)

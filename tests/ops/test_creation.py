@@ -30,6 +30,7 @@ from oracle import (  # noqa: E402
     deduce,
     dims,
     envs,
+    per_op,
     random_array,
     shapes,
     weak_scalars,
@@ -58,6 +59,7 @@ def concrete_shape(shape, env):
 
 
 @pytest.mark.parametrize("name", ["zeros", "ones"])
+@per_op
 @given(shape=creation_shapes(), dtype=st.sampled_from(ALL_DTYPES), env=envs())
 def test_constant_fill_oracle(name, shape, dtype, env):
     fn = getattr(jnp, name)
@@ -85,6 +87,7 @@ def test_full_oracle(shape, fill, dtype, env):
 
 
 @pytest.mark.parametrize("name", ["zeros_like", "ones_like"])
+@per_op
 @given(
     like=st.builds(TensorInfo, shapes(), st.sampled_from(ALL_DTYPES)),
     dtype=st.sampled_from((None, "float16", "int64")),
@@ -289,6 +292,7 @@ def test_shape_attribute_errors():
 
 
 @pytest.mark.parametrize("name", ["zeros", "ones"])
+@per_op
 @given(shape=creation_shapes(), dtype=st.sampled_from(ALL_DTYPES), env=envs(0, 3))
 def test_constant_fill_lowering(name, shape, dtype, env):
     check_lowering(name, [], ShapeDtypeAttrs(shape, dtype), env)
@@ -306,6 +310,7 @@ def test_full_lowering(shape, fill, dtype, env):
 
 
 @pytest.mark.parametrize("name", ["zeros_like", "ones_like", "full_like"])
+@per_op
 @given(
     like=st.builds(TensorInfo, shapes(), st.sampled_from(ALL_DTYPES)),
     fill=st.one_of(weak_scalars(), FILLS),

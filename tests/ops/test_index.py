@@ -30,6 +30,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     envs,
@@ -109,7 +110,9 @@ def test_index_mode_matches_jax_indexing():
 @st.composite
 def slice_cases(draw):
     x = draw(tensors(min_rank=1))
-    axes = draw(st.lists(st.integers(-x.ndim, x.ndim - 1), max_size=x.ndim, unique_by=lambda a: a % x.ndim))
+    axes = draw(
+        st.lists(st.integers(-x.ndim, x.ndim - 1), max_size=x.ndim, unique_by=lambda a: a % x.ndim)
+    )
     begin, end, step, drop = [], [], [], []
     for axis in axes:
         if draw(st.integers(0, 3)) == 0:  # an integer index
@@ -297,6 +300,34 @@ def test_getitem_errors():
         relax.eval_shape(lambda x: x[::0], spec)
     with pytest.raises(InconclusiveShapeError, match=r"the sign of the slice step n - 1"):
         relax.eval_shape(lambda x: x[:: N - 1], spec)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def _index_data(rng, shape, dtype, position):
+    """Indices well out of range on both sides (position 1), other operands uniform."""
+    if position == 1:
+        return rng.integers(-9, 9, size=shape).astype(dtype)
+    return random_array(rng, shape, dtype)
+
+
+@settings(max_examples=60)
+@given(case=take_cases(), index_mode=st.booleans(), env=envs())
+def test_take_lowering_matches_reference(case, index_mode, env):
+    a, indices, attrs = case
+    if index_mode:
+        attrs = TakeAttrs(attrs.axis, "index")
+    if deduce("take", [a, indices], attrs).error is None:
+        check_lowering("take", [a, indices], attrs, env, data=_index_data)
+
+
+@settings(max_examples=60)
+@given(case=slice_cases(), env=envs())
+def test_strided_slice_lowering_matches_reference(case, env):
+    x, attrs = case
+    if deduce("strided_slice", [x], attrs).error is None:
+        check_lowering("strided_slice", [x], attrs, env)
 
 
 # --------------------------------------------------------------------------- errors

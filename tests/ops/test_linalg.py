@@ -26,6 +26,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     dims,
@@ -61,7 +62,9 @@ def matmul_operands(draw, dtypes=ALL_DTYPES):
     a = () if rank_a == 0 else (k,) if rank_a == 1 else (*batch_a, draw(dims()), k)
     k_b = draw(related_dim(k))
     b = () if rank_b == 0 else (k_b,) if rank_b == 1 else (*batch_b, k_b, draw(dims()))
-    return TensorInfo(a, draw(st.sampled_from(dtypes))), TensorInfo(b, draw(st.sampled_from(dtypes)))
+    return TensorInfo(a, draw(st.sampled_from(dtypes))), TensorInfo(
+        b, draw(st.sampled_from(dtypes))
+    )
 
 
 # --------------------------------------------------------------------------- oracle
@@ -233,7 +236,59 @@ def test_integer_and_bool_products_match_jax():
     p = random_array(rng, (3, 4), "bool")
     q = random_array(rng, (4, 2), "bool")
     assert_close(get("matmul").reference(p, q), jnp.matmul(p, q), "bool")
-    assert_close(get("einsum").reference(p, q, attrs=EinsumAttrs("ij,jk")), jnp.einsum("ij,jk", p, q))
+    assert_close(
+        get("einsum").reference(p, q, attrs=EinsumAttrs("ij,jk")), jnp.einsum("ij,jk", p, q)
+    )
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+@settings(max_examples=60)
+@given(operands=matmul_operands(), name=st.sampled_from(["matmul", "dot"]), env=envs())
+def test_matmul_and_dot_lowering_matches_reference(operands, name, env):
+    if deduce(name, list(operands)).error is None:
+        check_lowering(name, list(operands), None, env)
+
+
+@settings(max_examples=60)
+@given(case=einsum_cases(), env=envs())
+def test_einsum_lowering_matches_reference(case, env):
+    subscripts, operands = case
+    attrs = EinsumAttrs(subscripts)
+    if deduce("einsum", operands, attrs).error is None:
+        check_lowering("einsum", operands, attrs, env)
+
+
+def test_matmul_kernel_is_one_reduction_block():
+    kernel = get("matmul").lower([TensorInfo((N, K)), TensorInfo((K, M))], None, TensorInfo((N, M)))
+    text = str(kernel)
+    assert 'with block("matmul")' in text and "axis.reduce(d1, k)" in text
+    assert [tuple(map(str, p.shape)) for p in kernel.params] == [
+        ("d0", "d1"),
+        ("d1", "d2"),
+        ("d0", "d2"),
+    ]
+    other = get("matmul").lower([TensorInfo((M, N)), TensorInfo((N, K))], None, TensorInfo((M, K)))
+    assert other == kernel
+
+
+def test_empty_contraction_writes_zeros():
+    from relaxjax.tir import interpreter
+
+    kernel = get("matmul").lower([TensorInfo((N, K)), TensorInfo((K, M))], None, TensorInfo((N, M)))
+    out = np.full((2, 3), 7.0, np.float32)
+    interpreter.run(kernel, np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32), out)
+    np.testing.assert_array_equal(out, np.zeros((2, 3), np.float32))
+
+
+def test_half_precision_products_accumulate_in_float32():
+    kernel = get("matmul").lower(
+        [TensorInfo((N, K), "float16"), TensorInfo((K, M), "float16")],
+        None,
+        TensorInfo((N, M), "float16"),
+    )
+    assert 'alloc_buffer((d0, d2), "float32")' in str(kernel)
 
 
 # --------------------------------------------------------------------------- errors
@@ -256,7 +311,9 @@ def test_matmul_rejects_scalars():
 
 
 def test_einsum_errors():
-    with pytest.raises(ShapeError, match=r"einsum: term 'ijk' of 'ijk->i' does not match operand 0"):
+    with pytest.raises(
+        ShapeError, match=r"einsum: term 'ijk' of 'ijk->i' does not match operand 0"
+    ):
         get("einsum").deduce([TensorInfo((2, 3))], EinsumAttrs("ijk->i"))
     with pytest.raises(ShapeError, match=r"einsum: label 'j' of 'ij,jk->ik' .* sizes 3 and 4"):
         get("einsum").deduce([TensorInfo((2, 3)), TensorInfo((4, 5))], EinsumAttrs("ij,jk->ik"))
@@ -277,7 +334,9 @@ def test_einsum_errors():
 
 
 def test_diagonal_sizes_must_agree_within_an_operand():
-    with pytest.raises(ShapeError, match=r"label 'i' of 'ii->i' .* repeats in operand 0 with sizes"):
+    with pytest.raises(
+        ShapeError, match=r"label 'i' of 'ii->i' .* repeats in operand 0 with sizes"
+    ):
         get("einsum").deduce([TensorInfo((1, 3))], EinsumAttrs("ii->i"))
     deduction = deduce("einsum", [TensorInfo((N, M))], EinsumAttrs("ii->i"))
     assert_precise(deduction, (N,))

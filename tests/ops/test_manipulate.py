@@ -6,13 +6,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relaxjax import arith
+from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.ir import TensorInfo, TupleInfo
 from relaxjax.ops import get
@@ -38,6 +39,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     dims,
@@ -266,7 +268,9 @@ def split_cases(draw):
     axis = draw(st.integers(-x.ndim - 1, x.ndim))
     if draw(st.booleans()):
         return x, SplitAttrs(sections=draw(st.integers(1, 4)), axis=axis)
-    indices = tuple(sorted(draw(st.lists(st.sampled_from([0, 1, 2, 3, N, M]), max_size=3)), key=str))
+    indices = tuple(
+        sorted(draw(st.lists(st.sampled_from([0, 1, 2, 3, N, M]), max_size=3)), key=str)
+    )
     return x, SplitAttrs(indices=indices, axis=axis)
 
 
@@ -399,6 +403,98 @@ def test_join_and_split_references_match_jax():
     assert_close(ours, jnp.pad(a, ((1, 0), (2, 1)), constant_values=3.7))
 
 
+# --------------------------------------------------------------------------- lowering
+
+
+def _lowers(name, operands, attrs, env):
+    """Check the lowered kernel against the reference when the program is valid."""
+    if deduce(name, operands, attrs).error is None:
+        check_lowering(name, operands, attrs, env)
+
+
+@settings(max_examples=60)
+@given(data=st.data(), env=envs())
+def test_single_input_lowering_matches_reference(data, env):
+    strategies = {
+        "reshape": reshape_cases().map(lambda c: (c[0], ReshapeAttrs(c[1]))),
+        "broadcast_to": broadcast_to_cases().map(lambda c: (c[0], BroadcastToAttrs(c[1]))),
+        "squeeze": squeeze_cases().map(lambda c: (c[0], SqueezeAttrs(c[1]))),
+        "pad": pad_cases(),
+        "transpose": tensors().flatmap(
+            lambda x: st.permutations(range(x.ndim)).map(lambda p: (x, TransposeAttrs(tuple(p))))
+        ),
+        "swapaxes": tensors(min_rank=1).map(lambda x: (x, SwapaxesAttrs(0, -1))),
+        "expand_dims": tensors().map(lambda x: (x, ExpandDimsAttrs((0, -1)))),
+        "tril": tensors(min_rank=2).map(lambda x: (x, TriangleAttrs(1))),
+        "triu": tensors(min_rank=2).map(lambda x: (x, TriangleAttrs(-1))),
+    }
+    name = data.draw(st.sampled_from(sorted(strategies)))
+    x, attrs = data.draw(strategies[name])
+    if name == "squeeze" and attrs.axis is None and not all(isinstance(d, int) for d in x.shape):
+        return  # which axes are removed is only known at run time (see the test below)
+    _lowers(name, [x], attrs, env)
+
+
+@settings(max_examples=40)
+@given(case=reshape_cases(), env=envs())
+def test_reshape_lowering_matches_reference(case, env):
+    x, new = case
+    _lowers("reshape", [x], ReshapeAttrs(new), env)
+
+
+@settings(max_examples=40)
+@given(case=join_cases(same_axis_size=False), env=envs())
+def test_concatenate_lowering_matches_reference(case, env):
+    infos, axis = case
+    _lowers("concatenate", infos, AxisAttrs(axis), env)
+
+
+@settings(max_examples=40)
+@given(case=join_cases(same_axis_size=True), env=envs())
+def test_stack_lowering_matches_reference(case, env):
+    infos, axis = case
+    _lowers("stack", infos, AxisAttrs(axis), env)
+
+
+@settings(max_examples=40)
+@given(case=split_cases(), env=envs())
+def test_split_lowering_matches_reference(case, env):
+    from relaxjax.tir import interpreter
+
+    x, attrs = case
+    deduction = deduce("split", [x], attrs)
+    if deduction.error is not None or not all(c.holds(env) for c in deduction.checks):
+        return
+    array = _concrete_array(x, env)
+    expected = get("split").reference(array, attrs=_subs_attrs(attrs, env))
+    kernel = get("split").lower([x], attrs, deduction.info)
+    outs = [np.full(e.shape, 3, e.dtype) for e in expected]
+    scalars = {s.name: env[s.name] for s in kernel.scalar_params}
+    interpreter.run(kernel, array, *outs, **scalars)
+    for ours, theirs in zip(outs, expected, strict=True):
+        assert_close(ours, theirs, f"split {x} {attrs} {env}")
+
+
+def _subs_attrs(attrs, env):
+    if attrs.indices is None:
+        return attrs
+    return SplitAttrs(indices=_subs(attrs.indices, env), axis=attrs.axis)
+
+
+def test_squeeze_without_axes_of_unknown_sizes_cannot_be_lowered():
+    from relaxjax.errors import LoweringError
+
+    with pytest.raises(LoweringError, match=r"squeeze\(axis=None\) of shape \(d0, 1\)"):
+        get("squeeze").lower([TensorInfo((N, 1))], SqueezeAttrs(), TensorInfo(dtype="float32"))
+
+
+def test_reshape_kernel_is_shape_generic():
+    kernel = get("reshape").lower([TensorInfo((N, 4))], ReshapeAttrs((-1,)), TensorInfo((N * 4,)))
+    other = get("reshape").lower([TensorInfo((M, 4))], ReshapeAttrs((-1,)), TensorInfo((M * 4,)))
+    assert kernel == other
+    assert [tuple(map(str, p.shape)) for p in kernel.params] == [("d0", "4"), ("d0 * 4",)]
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -434,7 +530,9 @@ def test_transpose_and_axis_errors():
 
 
 def test_broadcast_to_errors():
-    with pytest.raises(ShapeError, match=r"cannot broadcast \(2, 3\) to \(3,\): the target has fewer"):
+    with pytest.raises(
+        ShapeError, match=r"cannot broadcast \(2, 3\) to \(3,\): the target has fewer"
+    ):
         get("broadcast_to").deduce([TensorInfo((2, 3))], BroadcastToAttrs((3,)))
     with pytest.raises(ShapeError, match=r"axis 0 has size 2, expected 1 or 4"):
         get("broadcast_to").deduce([TensorInfo((2, 3))], BroadcastToAttrs((4, 3)))
@@ -458,7 +556,9 @@ def test_join_errors():
 
 
 def test_split_errors():
-    with pytest.raises(ShapeError, match=r"split: array split does not result in an equal division"):
+    with pytest.raises(
+        ShapeError, match=r"split: array split does not result in an equal division"
+    ):
         get("split").deduce([TensorInfo((2, 6))], SplitAttrs(sections=4, axis=1))
     with pytest.raises(ShapeError, match=r"must be nondecreasing within \[0, 6\]: 4 > 1"):
         get("split").deduce([TensorInfo((6,))], SplitAttrs(indices=(4, 1)))
@@ -497,3 +597,96 @@ def test_unknown_ranks_stay_unknown():
     assert get("broadcast_to").deduce([unknown], BroadcastToAttrs((2, N)))[0] == TensorInfo(
         dtype="int8", ndim=2
     )
+
+
+# --------------------------------------------------------------------------- public wrappers
+
+WRAPPER_CASES = [
+    ("sum", lambda m, x: m.sum(x, axis=(-1, 0), keepdims=True)),
+    ("sum", lambda m, x: m.sum(x, dtype="int8")),
+    ("mean", lambda m, x: m.mean(x, axis=1)),
+    ("var", lambda m, x: m.var(x, axis=-1, correction=1)),
+    ("max", lambda m, x: m.max(x, axis=(0, 2))),
+    ("argmin", lambda m, x: m.argmin(x, axis=-2, keepdims=True)),
+    ("cumsum", lambda m, x: m.cumsum(x)),
+    ("prod", lambda m, x: m.prod(x, axis=1)),
+    ("reshape", lambda m, x: m.reshape(x, (4, -1))),
+    ("reshape", lambda m, x: m.reshape(x, 24)),
+    ("transpose", lambda m, x: m.transpose(x, (-1, 0, 1))),
+    ("transpose", lambda m, x: m.transpose(x)),
+    ("swapaxes", lambda m, x: m.swapaxes(x, 0, -1)),
+    ("expand_dims", lambda m, x: m.expand_dims(x, (0, -1))),
+    ("squeeze", lambda m, x: m.squeeze(m.expand_dims(x, 1), 1)),
+    ("broadcast_to", lambda m, x: m.broadcast_to(x, (5, 2, 3, 4))),
+    ("concatenate", lambda m, x: m.concatenate([x, x], axis=-1)),
+    ("concatenate", lambda m, x: m.concatenate([x, x[0]], axis=None)),
+    ("concatenate", lambda m, x: m.concatenate([x, x], dtype="float16")),
+    ("stack", lambda m, x: m.stack([x, x, x], axis=-1)),
+    ("split", lambda m, x: m.split(x, 2, axis=-1)),
+    ("split", lambda m, x: m.split(x, [1, 3], axis=2)),
+    ("take", lambda m, x: m.take(x, np.array([[0, 5], [-1, 30]]))),
+    ("take", lambda m, x: m.take(x, np.array([0, 5, -1]), axis=-1, mode="clip")),
+    ("tril", lambda m, x: m.tril(x, -1)),
+    ("triu", lambda m, x: m.triu(x, 1)),
+    ("pad", lambda m, x: m.pad(x, 1)),
+    ("pad", lambda m, x: m.pad(x, (1, 2), constant_values=-1.5)),
+    ("pad", lambda m, x: m.pad(x, ((0, 1), (2, 0), (1, 1)))),
+    ("pad", lambda m, x: m.pad(x, ((2, 1),))),
+    ("matmul", lambda m, x: m.matmul(x, m.swapaxes(x, -1, -2))),
+    ("dot", lambda m, x: m.dot(x, x[0].T)),
+    ("einsum", lambda m, x: m.einsum("abc,abd->cd", x, x)),
+]
+
+
+@pytest.mark.parametrize(("name", "fn"), WRAPPER_CASES, ids=[c[0] for c in WRAPPER_CASES])
+def test_wrappers_match_jax_eagerly_and_when_traced(name, fn):
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7 - 1
+    ours, theirs = fn(rnp, x), fn(jnp, x)
+    for mine, expected in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert_close(np.asarray(mine), expected, name)
+    traced = relax.eval_shape(lambda a: fn(rnp, a), relax.Tensor((N, 3, 4), "float32"))
+    for spec, expected in zip(jax.tree_util.tree_leaves(traced), jax.tree_util.tree_leaves(theirs)):
+        assert tuple(arith.subs(d, {"n": 2}) for d in spec.shape) == expected.shape
+        assert spec.dtype == dtypes.canonical(expected.dtype)
+
+
+def test_wrapper_attrs_are_canonical():
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+
+    spec = relax.Tensor((N, 3, 4), "float32")
+    text = str(relax.jit(lambda a: rnp.sum(a, axis=(-1, 0))).lower(spec))
+    assert "sum(x, axis=(0, 2)" in text or "axis=(0, 2)" in text
+    text = str(relax.jit(lambda a: rnp.pad(a, 1)).lower(spec))
+    assert "pad_width=((1, 1), (1, 1), (1, 1))" in text
+
+
+def test_wrapper_errors():
+    import relaxjax.numpy as rnp
+
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(
+        NotImplementedError, match=r"The 'out' argument to jnp.sum is not supported"
+    ):
+        rnp.sum(x, out=x)
+    with pytest.raises(ShapeError, match=r"sum: axis 2 is out of bounds for an array of rank 2"):
+        rnp.sum(x, axis=2)
+    with pytest.raises(ValueError, match=r"ddof and correction can't be provided simultaneously"):
+        rnp.var(x, ddof=1, correction=1)
+    with pytest.raises(NotImplementedError, match=r"only mode='constant' is supported"):
+        rnp.pad(x, 1, mode="reflect")
+    with pytest.raises(ShapeError, match=r"pad_width has 3 pairs for an array of rank 2"):
+        rnp.pad(x, ((1, 1),) * 3)
+    with pytest.raises(TypeError, match=r"pad: pad_width must hold ints"):
+        rnp.pad(x, 1.5)
+    with pytest.raises(ShapeError, match=r"pad_width must be an int or \(before, after\) pairs"):
+        rnp.pad(x, ((1,), (2,)))
+    with pytest.raises(NotImplementedError, match=r"only order='C' is supported"):
+        rnp.reshape(x, (3, 2), order="F")
+    with pytest.raises(TypeError, match=r"reshape shape must be an int, a dim or a sequence"):
+        rnp.reshape(x, "3")
+    with pytest.raises(TypeError, match=r"expected a sequence of arrays"):
+        rnp.concatenate(3)

@@ -37,6 +37,7 @@ from oracle import (  # noqa: E402
     deduce,
     dims,
     envs,
+    per_op,
     random_array,
     shapes,
 )
@@ -76,6 +77,7 @@ def jax_rms_norm(x, weight, eps=1e-6):
 
 
 @pytest.mark.parametrize("key", sorted(ACTIVATIONS))
+@per_op
 @given(shape=shapes(max_rank=4), dtype=st.sampled_from(ALL_DTYPES), env=envs())
 def test_activation_oracle(key, shape, dtype, env):
     attrs, fn = ACTIVATIONS[key]
@@ -94,6 +96,7 @@ AXES = st.one_of(
 # jax's softmax of integers casts -inf to the int type internally: its warning, not ours.
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("name", sorted(SOFTMAX))
+@per_op
 @given(shape=shapes(max_rank=3), dtype=st.sampled_from(ALL_DTYPES), axes=AXES, env=envs())
 def test_softmax_oracle(name, shape, dtype, axes, env):
     def fn(x):
@@ -177,6 +180,14 @@ def test_softmax_keeps_shape_and_normalises_axes_at_deduction():
     )
     coarse = deduce("softmax", [TensorInfo(dtype="float32")], AxesAttrs((5,)))
     assert coarse.info == TensorInfo(dtype="float32")
+
+
+def test_default_attributes_stand_for_none():
+    x = TensorInfo((N, 3), "float32")
+    assert get("softmax").deduce([x]) == get("softmax").deduce([x], AxesAttrs((-1,)))
+    assert get("gelu").deduce([x])[0] == x
+    with pytest.raises(TypeError, match="expects attributes of type NormAttrs"):
+        get("rms_norm").deduce([x, TensorInfo((3,))])
 
 
 def test_one_hot_symbolic_classes():
@@ -317,6 +328,7 @@ def test_float_dtypes_constant_is_shared():
 
 
 @pytest.mark.parametrize("key", sorted(ACTIVATIONS))
+@per_op
 @given(shape=shapes(max_rank=3), dtype=st.sampled_from(ALL_DTYPES), env=envs(0, 3))
 def test_activation_lowering(key, shape, dtype, env):
     attrs, _ = ACTIVATIONS[key]
@@ -326,6 +338,7 @@ def test_activation_lowering(key, shape, dtype, env):
 
 
 @pytest.mark.parametrize("name", sorted(SOFTMAX))
+@per_op
 @given(
     shape=shapes(max_rank=3),
     dtype=st.sampled_from(ALL_DTYPES),
@@ -398,6 +411,7 @@ def test_norm_and_softmax_kernels_reduce_in_float32_for_half_precision():
         ),
     ],
 )
+@per_op
 @given(shape=shapes(min_rank=1, max_rank=3, bare=True), env=envs())
 def test_nn_wrappers_trace_like_jax(fn, jax_fn, shape, env):
     check_eval_shape(fn, jax_fn, [TensorInfo(shape, "float32")], env)

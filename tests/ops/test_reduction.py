@@ -33,6 +33,7 @@ from oracle import (  # noqa: E402
     assert_close,
     assert_precise,
     check_coarsening,
+    check_lowering,
     check_sound,
     deduce,
     envs,
@@ -56,7 +57,11 @@ def axis_specs(draw, rank: int):
         return None
     if kind == "int":
         return draw(st.sampled_from(candidates))
-    return tuple(draw(st.lists(st.sampled_from(candidates), max_size=3).map(lambda a: tuple(dict.fromkeys(a)))))
+    return tuple(
+        draw(
+            st.lists(st.sampled_from(candidates), max_size=3).map(lambda a: tuple(dict.fromkeys(a)))
+        )
+    )
 
 
 def _tuple(axis):
@@ -298,6 +303,92 @@ def test_mean_and_var_of_empty_axes_are_nan_like_jax():
     assert_close(get("var").reference(x, attrs=VarAttrs((0,))), jnp.var(x, axis=0))
     y = np.ones((2, 3), np.float32)
     assert_close(get("var").reference(y, attrs=VarAttrs((1,), ddof=3)), jnp.var(y, axis=1, ddof=3))
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def _lowers(name, operands, attrs, env):
+    """Check the lowered kernel against the reference when the program is valid."""
+    if deduce(name, operands, attrs).error is None:
+        check_lowering(name, operands, attrs, env)
+
+
+@settings(max_examples=80)
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(ACCUMULATE) + sorted(EXTREMA) + ["var"]),
+    shape=shapes(0, 3),
+    dtype=st.sampled_from(SUPPORTED_SUM_DTYPES),
+    keepdims=st.booleans(),
+    env=envs(),
+)
+def test_reduction_lowering_matches_reference(data, name, shape, dtype, keepdims, env):
+    axis = _tuple(data.draw(axis_specs(len(shape))))
+    if name in EXTREMA:
+        attrs = ReduceAttrs(axis, keepdims)
+    elif name == "var":
+        attrs = VarAttrs(axis, keepdims, None, data.draw(st.integers(0, 2)))
+    else:
+        target = data.draw(st.sampled_from([None, "float32", "int8", "bool"]))
+        attrs = AccumulateAttrs(axis, keepdims, "float64" if name == "mean" and target else target)
+    _lowers(name, [TensorInfo(shape, dtype)], attrs, env)
+
+
+@settings(max_examples=30)
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(ARG) + ["cumsum"]),
+    shape=shapes(0, 3),
+    dtype=st.sampled_from(ALL_DTYPES),
+    env=envs(),
+)
+def test_arg_reduction_and_cumsum_lowering_matches_reference(data, name, shape, dtype, env):
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), max(len(shape) - 1, 0))))
+    if name == "cumsum":
+        attrs = CumsumAttrs(axis, data.draw(st.sampled_from([None, "int8", "float32"])))
+    else:
+        attrs = ArgReduceAttrs(axis, data.draw(st.booleans()))
+    _lowers(name, [TensorInfo(shape, dtype)], attrs, env)
+
+
+def test_lowered_nan_handling_matches_reference():
+    x = TensorInfo((N, M), "float32")
+
+    def data(rng, shape, dtype, position):
+        values = rng.uniform(-3, 3, size=shape).astype(dtype)
+        values[rng.random(shape) < 0.3] = np.nan
+        return values
+
+    for name, attrs in [("max", ReduceAttrs((1,))), ("argmax", ArgReduceAttrs(1))]:
+        assert check_lowering(name, [x], attrs, {"n": 4, "m": 5}, data=data)
+
+
+@pytest.mark.parametrize(
+    ("name", "attrs", "expected"),
+    [
+        ("sum", AccumulateAttrs((0,)), 0.0),
+        ("prod", AccumulateAttrs((0,)), 1.0),
+        ("mean", AccumulateAttrs((0,)), np.nan),
+        ("var", VarAttrs((0,)), np.nan),
+    ],
+)
+def test_empty_reductions_write_their_identity(name, attrs, expected):
+    from relaxjax.tir import interpreter
+
+    kernel = get(name).lower([TensorInfo((N, 3))], attrs, TensorInfo((3,)))
+    out = np.full((3,), 7.0, np.float32)  # an empty reduction must not leave this
+    interpreter.run(kernel, np.zeros((0, 3), np.float32), out)
+    np.testing.assert_array_equal(out, np.full((3,), expected, np.float32))
+
+
+def test_kernels_are_shape_generic_and_dedupe():
+    k = arith.sym("k")
+    first = get("sum").lower([TensorInfo((N, 4))], AccumulateAttrs((0,)), TensorInfo((4,)))
+    second = get("sum").lower([TensorInfo((k, 4))], AccumulateAttrs((0,)), TensorInfo((4,)))
+    assert first == second
+    assert [p.name for p in first.params] == ["x", "sum"]
+    assert "d0" in str(first)
 
 
 # --------------------------------------------------------------------------- errors

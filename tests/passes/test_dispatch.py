@@ -45,7 +45,7 @@ def test_library_calls_run_with_temporaries(rows):
     w1 = rng.standard_normal((8, 16)).astype(np.float32)
     w2 = rng.standard_normal((16, 4)).astype(np.float32)
     exe = build_executable(mlp())  # library=True by default
-    assert "_extern_" in exe.source and "_arena_view_" in exe.source
+    assert "_extern_" in exe.source and "arena_address)" in exe.source
     np.testing.assert_allclose(exe(x, w1, w2)[0], (x @ w1) * 0.5 @ w2, rtol=1e-5, atol=1e-5)
 
 

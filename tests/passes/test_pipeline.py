@@ -57,3 +57,27 @@ def test_verify_names_the_pass_that_broke_the_module():
     with pytest.raises(VerifyError, match="^pass break_it produced a malformed module: "):
         Pipeline((break_it,), verify=True)(mod)
     Pipeline((break_it,))(mod)  # without verify, nothing checks
+
+
+def test_traced_programs_stay_well_formed_through_every_pass():
+    import relaxjax as relax
+    import relaxjax.nn as rnn
+
+    @relax.jit
+    def layer(
+        x: relax.Tensor(("n", 8), "float32"),
+        w: relax.Tensor((8, 8), "float32"),
+        g: relax.Tensor((8,), "float32"),
+        b: relax.Tensor((8,), "float32"),
+    ):
+        for _ in range(3):  # three identical "layers" share their kernels
+            x = x + rnn.gelu(rnn.layer_norm(x, g, b) @ w)
+        return x
+
+    traced = layer.lower()
+    mod = default_pipeline("llvm", verify=True)(traced)
+    kernels = mod.kernels()
+    assert sorted(kernels) == ["add", "gelu", "layer_norm", "matmul"]
+    assert kernels["matmul"].name == "matmul"
+    library = default_pipeline("llvm", verify=True, library=True)(traced)
+    assert "matmul" not in library.kernels() and list(library.externs()) == ["numpy_matmul"]

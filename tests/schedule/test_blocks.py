@@ -29,7 +29,7 @@ def check(sch):
 
 # --- compute_at ---------------------------------------------------------------------------
 
-COMPUTE_AT = '''\
+COMPUTE_AT = """\
         for i_1_0 in range((n + 3) // 4):
             for ax_v_i in range(4):
                 for ax_v_j in range(m):
@@ -42,7 +42,7 @@ COMPUTE_AT = '''\
                         B[v_i, v_j] = A[v_i, v_j] + float32(1.0)
             for i_1_1 in range(4):
                 for j_1 in range(m):
-                    with block("C"):'''
+                    with block("C"):"""
 
 
 def test_compute_at_a_tile():
@@ -56,12 +56,12 @@ def test_compute_at_a_tile():
     check(sch)
 
 
-STENCIL_AT = '''\
+STENCIL_AT = """\
         for i_1_0 in range((n + 3) // 4):
             for ax_v_i in range(5):
                 with block("B"):
                     v_i = axis.spatial(n + 1, ax_v_i + i_1_0 * 4)
-                    where(ax_v_i + i_1_0 * 4 < n + 1)'''
+                    where(ax_v_i + i_1_0 * 4 < n + 1)"""
 
 
 def test_compute_at_a_stencil_covers_the_halo():
@@ -73,17 +73,18 @@ def test_compute_at_a_stencil_covers_the_halo():
     check(sch)
     with pytest.raises(ScheduleError) as err:
         sch.parallel(io)  # neighbouring tiles both write the halo element of B
-    assert "parallel: cannot parallelize loop i_1_0: blocks 'B' and 'C' may access" in str(
-        err.value
+    assert str(err.value) == (
+        "parallel: cannot parallelize loop i_1_0: cannot prove that different iterations of "
+        "loop i_1_0 write different elements of B (block 'B' is bound to (ax_v_i + i_1_0 * 4))"
     )
 
 
-SUM_AT = '''\
+SUM_AT = """\
         for i_1 in range(n):
             for ax_v_k in range(m):
                 with block("S"):
                     v_i = axis.spatial(n, i_1)
-                    v_k = axis.reduce(m, ax_v_k)'''
+                    v_k = axis.reduce(m, ax_v_k)"""
 
 
 def test_compute_at_a_reduction_into_its_consumer_row():
@@ -106,13 +107,13 @@ def test_compute_at_softmax_chain():
     check(sch)
 
 
-RCA = '''\
+RCA = """\
             for ax_v_i_1 in range(4):
                 for ax_v_j_1 in range(m):
                     with block("C"):
                         v_i_1 = axis.spatial(n, ax_v_i_1 + i_0 * 4)
                         v_j_1 = axis.spatial(m, ax_v_j_1)
-                        where(ax_v_i_1 + i_0 * 4 < n)'''
+                        where(ax_v_i_1 + i_0 * 4 < n)"""
 
 
 def test_reverse_compute_at_a_tile():
@@ -192,7 +193,7 @@ def rowsum_then_scale_columns():
 
 # --- inlining --------------------------------------------------------------------------------
 
-INLINED = '''\
+INLINED = """\
         for i_1 in range(n):
             for j_1 in range(m):
                 with block("C"):
@@ -200,9 +201,9 @@ INLINED = '''\
                     v_j_1 = axis.spatial(m, j_1)
                     reads(A[v_i_1, v_j_1])
                     writes(C[v_i_1, v_j_1])
-                    C[v_i_1, v_j_1] = (A[v_i_1, v_j_1] + float32(1.0)) * float32(2.0)'''
+                    C[v_i_1, v_j_1] = (A[v_i_1, v_j_1] + float32(1.0)) * float32(2.0)"""
 
-REVERSE_INLINED = '''\
+REVERSE_INLINED = """\
         for i in range(n):
             for j in range(m):
                 with block("B"):
@@ -210,7 +211,7 @@ REVERSE_INLINED = '''\
                     v_j = axis.spatial(m, j)
                     reads(A[v_i, v_j])
                     writes(C[v_i, v_j])
-                    C[v_i, v_j] = (A[v_i, v_j] + float32(1.0)) * float32(2.0)'''
+                    C[v_i, v_j] = (A[v_i, v_j] + float32(1.0)) * float32(2.0)"""
 
 
 def test_compute_inline():
@@ -272,7 +273,9 @@ def test_compute_inline_refuses_a_buffer_with_two_writers():
         v = arith.Sym(f"v_{name}")
         store = tir.BufferStore(target, value(v), (v,))
         block = tir.Block(name, (tir.IterVar(v, n),), (), (), None, store)
-        return tir.For(arith.Sym(loop), 0, n, "serial", tir.BlockRealize((arith.Sym(loop),), True, block))
+        return tir.For(
+            arith.Sym(loop), 0, n, "serial", tir.BlockRealize((arith.Sym(loop),), True, block)
+        )
 
     body = tir.seq(
         nest("P", "i", t, lambda v: tir.BufferLoad(a, (v,)) + 1.0),
@@ -287,7 +290,7 @@ def test_compute_inline_refuses_a_buffer_with_two_writers():
 
 # --- caching ---------------------------------------------------------------------------------
 
-CACHE_READ = '''\
+CACHE_READ = """\
         A_local = alloc_buffer((n, m), "float32", scope="local")
         for ax0 in range(n):
             for ax1 in range(m):
@@ -304,9 +307,9 @@ CACHE_READ = '''\
                     v_j = axis.spatial(m, j)
                     reads(A_local[v_i, v_j])
                     writes(B[v_i, v_j])
-                    B[v_i, v_j] = A_local[v_i, v_j] * float32(2.0) + float32(1.0)'''
+                    B[v_i, v_j] = A_local[v_i, v_j] * float32(2.0) + float32(1.0)"""
 
-CACHE_WRITE = '''\
+CACHE_WRITE = """\
                     writes(B_local[v_i, v_j])
                     B_local[v_i, v_j] = A[v_i, v_j] * float32(2.0) + float32(1.0)
         for ax0 in range(n):
@@ -316,7 +319,7 @@ CACHE_WRITE = '''\
                     v_ax1 = axis.spatial(m, ax1)
                     reads(B_local[v_ax0, v_ax1])
                     writes(B[v_ax0, v_ax1])
-                    B[v_ax0, v_ax1] = B_local[v_ax0, v_ax1]'''
+                    B[v_ax0, v_ax1] = B_local[v_ax0, v_ax1]"""
 
 
 def test_cache_read_and_write():
@@ -360,13 +363,15 @@ def test_cache_refusals():
     sch = schedule.Schedule(two_stage())
     i, _ = sch.get_loops(sch.get_block("C"))
     sch.compute_at(sch.get_block("B"), i)
-    with pytest.raises(ScheduleError, match="cache_write: block 'B' does not cover its whole domain"):
+    with pytest.raises(
+        ScheduleError, match="cache_write: block 'B' does not cover its whole domain"
+    ):
         sch.cache_write(sch.get_block("B"), 0, "local")
 
 
 # --- reductions ----------------------------------------------------------------------------
 
-DECOMPOSED = '''\
+DECOMPOSED = """\
         for i in range(n):
             for j_init in range(m):
                 with block("C_init"):
@@ -382,7 +387,7 @@ DECOMPOSED = '''\
                         v_k = axis.reduce(K, k)
                         reads(C[v_i, v_j], A[v_i, v_k], B[v_k, v_j])
                         writes(C[v_i, v_j])
-                        C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]'''
+                        C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]"""
 
 
 def test_decompose_reduction():
@@ -407,7 +412,7 @@ def test_decompose_reduction_of_a_split_reduction_drops_its_predicate():
     check(sch)
 
 
-RFACTOR = '''\
+RFACTOR = """\
         for i in range(n):
             for k_0 in range((m + 3) // 4):
                 for k_1 in range(4):
@@ -428,7 +433,7 @@ RFACTOR = '''\
                     writes(S[v_i_wb])
                     with init():
                         S[v_i_wb] = float32(0.0)
-                    S[v_i_wb] = S[v_i_wb] + S_rf[v_i_wb, v_S_rf]'''
+                    S[v_i_wb] = S[v_i_wb] + S_rf[v_i_wb, v_S_rf]"""
 
 
 def test_rfactor_makes_the_factored_loop_parallel():
@@ -451,6 +456,21 @@ def test_rfactor_outer_loop(kernel):
     _, k = sch.get_loops(sch.get_block("S"))
     k0, _ = sch.split(k, factors=[None, 3])
     sch.rfactor(k0)
+    check(sch)
+
+
+def test_decompose_reduction_refuses_a_loop_inside_the_reduction():
+    sch = schedule.Schedule(matmul())
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    sch.reorder(k, i)
+    with pytest.raises(ScheduleError) as err:
+        sch.decompose_reduction(c, j)
+    assert str(err.value) == (
+        "decompose_reduction: loop k around loop j binds a reduction iterator of 'C': the init "
+        "would run again at each of its iterations"
+    )
+    sch.decompose_reduction(c, k)
     check(sch)
 
 

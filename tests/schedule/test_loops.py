@@ -26,7 +26,7 @@ def check(sch):
     assert_equivalent(sch.original, sch.func)
 
 
-SPLIT_J = '''\
+SPLIT_J = """\
 @prim_func(outputs=1)
 def elementwise(A: Buffer((n, m), "float32"), B: Buffer((n, m), "float32")):
     with block("root"):
@@ -39,7 +39,7 @@ def elementwise(A: Buffer((n, m), "float32"), B: Buffer((n, m), "float32")):
                         where(j_0 * 4 + j_1 < m)
                         reads(A[v_i, v_j])
                         writes(B[v_i, v_j])
-                        B[v_i, v_j] = A[v_i, v_j] * float32(2.0) + float32(1.0)'''
+                        B[v_i, v_j] = A[v_i, v_j] * float32(2.0) + float32(1.0)"""
 
 
 def test_split_symbolic_extent_guards_the_tail():
@@ -86,13 +86,15 @@ def test_split_by_a_symbolic_factor():
     assert_equivalent(f, sch.func, [{"n": 7, "t": 3}, {"n": 0, "t": 2}, {"n": 2, "t": 5}])
     sch = schedule.Schedule(elementwise())
     i, _ = loops_of(sch)
-    with pytest.raises(ScheduleError, match="split: loop i: cannot prove that factor m is positive"):
+    with pytest.raises(
+        ScheduleError, match="split: loop i: cannot prove that factor m is positive"
+    ):
         sch.split(i, factors=[None, "m"])
     with pytest.raises(ScheduleError, match="factor u uses u, which is not a symbol of the kernel"):
         sch.split(i, factors=[None, "u"])
 
 
-SPLIT_PEEL = '''\
+SPLIT_PEEL = """\
         for i_0 in range(n // 4):
             for i_1 in range(4):
                 for j in range(m):
@@ -106,7 +108,7 @@ SPLIT_PEEL = '''\
             for j_tail in range(m):
                 with block("B_tail"):
                     v_i_tail = axis.spatial(n, i_tail + (n // 4) * 4)
-                    v_j_tail = axis.spatial(m, j_tail)'''
+                    v_j_tail = axis.spatial(m, j_tail)"""
 
 
 def test_split_peel_copies_the_tail():
@@ -125,11 +127,11 @@ def test_split_peel_of_a_reduction_loop():
     check(sch)
 
 
-FUSED = '''\
+FUSED = """\
         for i_j_fused in range(m * n):
             with block("B"):
                 v_i = axis.spatial(n, i_j_fused // m)
-                v_j = axis.spatial(m, i_j_fused % m)'''
+                v_j = axis.spatial(m, i_j_fused % m)"""
 
 
 def test_fuse():
@@ -141,23 +143,26 @@ def test_fuse():
     check(sch)
 
 
-def test_fuse_three_loops_of_matmul_after_split():
+def test_fuse_loops_after_a_split_then_parallelize_the_fused_loop():
     sch = schedule.Schedule(matmul())
     i, j, k = loops_of(sch, "C")
     i0, i1 = sch.split(i, factors=[None, 2])
     fused = sch.fuse(i1, j)
-    sch.parallel(sch.fuse(i0, fused)) if False else None
+    sch.parallel(fused)
+    assert "for i_1_j_fused in parallel(m * 2):" in str(sch.func)
     check(sch)
+    with pytest.raises(ScheduleError, match="fuse: loop i_1_j_fused is parallel"):
+        sch.fuse(i0, fused)
 
 
-REORDERED = '''\
+REORDERED = """\
         for k in range(K):
             for j in range(m):
                 for i in range(n):
                     with block("C"):
                         v_i = axis.spatial(n, i)
                         v_j = axis.spatial(m, j)
-                        v_k = axis.reduce(K, k)'''
+                        v_k = axis.reduce(K, k)"""
 
 
 def test_reorder_moves_given_loops_only():
@@ -199,15 +204,15 @@ def test_tile_is_split_and_reorder():
     check(sch)
 
 
-KINDS = '''\
+KINDS = """\
         for i in parallel(n):
             for j in vectorized(m):
-                for k in unrolled(K):'''
+                for k in unrolled(K):"""
 
-BOUND = '''\
+BOUND = """\
         for i in thread_binding(n, thread="blockIdx.x"):
             for j in thread_binding(m, thread="threadIdx.x"):
-                for k in serial(K, annotations={'pragma_unroll': 4}):'''
+                for k in serial(K, annotations={'pragma_unroll': 4}):"""
 
 
 def test_parallel_vectorize_unroll():
@@ -291,7 +296,9 @@ def test_split_refuses_too_small_static_factors_and_a_remainder_when_exact():
     _, j = loops_of(sch)
     with pytest.raises(ScheduleError, match=r"multiply to 10, which is smaller than its extent 12"):
         sch.split(j, factors=[2, 5])
-    with pytest.raises(ScheduleError, match=r"multiply to 15, not to its extent 12, and tail='exact'"):
+    with pytest.raises(
+        ScheduleError, match=r"multiply to 15, not to its extent 12, and tail='exact'"
+    ):
         sch.split(j, factors=[3, 5], tail="exact")
     with pytest.raises(ScheduleError, match=r"tail must be one of"):
         sch.split(j, factors=[3, 4], tail="wrap")
@@ -337,8 +344,9 @@ def test_reorder_refuses_an_imperfect_nest():
     i, j = loops_of(sch, "C")
     with pytest.raises(ScheduleError) as err:
         sch.reorder(j, i)
-    assert "the nest from loop i_1 to loop j_1 is not perfect: the body of loop i_1 is a SeqStmt" in (
-        str(err.value)
+    assert (
+        "the nest from loop i_1 to loop j_1 is not perfect: the body of loop i_1 is a SeqStmt"
+        in (str(err.value))
     )
 
 

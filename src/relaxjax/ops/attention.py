@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes
+from relaxjax import arith, dtypes, tir
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ops.base import (
     InferContext,
@@ -31,7 +31,11 @@ from relaxjax.ops.base import (
     require_equal,
     tensor_args,
 )
+from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, index_dims, placeholders
 from relaxjax.ops.manipulate import require_one_or
+from relaxjax.ops.reduction import accumulator_dtype, when_nonempty
+from relaxjax.tir import PrimExpr, PrimFunc, te
+from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
@@ -146,6 +150,13 @@ class DotProductAttention(Op):
                     )
                     require_one_or(ctx, dim, want, message)
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """See :func:`attention_kernel`."""
+        names = ["query", "key", "value"]
+        names += ["bias"] if attrs.has_bias else []
+        names += ["mask"] if attrs.has_mask else []
+        return attention_kernel(names, arg_infos, attrs)
+
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = AttentionAttrs() if attrs is None else attrs
         named = dict(zip(("query", "key", "value"), arrays[:3]))
@@ -163,6 +174,109 @@ class DotProductAttention(Op):
         )
 
 
+def _trailing(tensor: te.Tensor, indices: Sequence[object]) -> PrimExpr:
+    """``tensor`` read at the last ``tensor.ndim`` of four ``(B, ., ., .)`` indices."""
+    return tensor[tuple(indices[4 - tensor.ndim :])]
+
+
+def _large_negative(dtype: str) -> float:
+    """The masked-out logit value jax uses: ``-0.7`` times the largest finite value of
+    ``dtype`` (capped at float32's)."""
+    finfo = np.finfo(dtypes.to_numpy(dtype))
+    return -0.7 * min(float(finfo.max), float(np.finfo(np.float32).max))
+
+
+def attention_kernel(
+    names: Sequence[str], arg_infos: Sequence[StructInfo], attrs: AttentionAttrs
+) -> PrimFunc:
+    """Six stages: the scaled (biased) logits in ``promote(dtype, float32)``, the masked
+    float32 logits, their row max, the row sum of exponentials, the probabilities in
+    the key's dtype and their product with the value."""
+    inputs = placeholders(KernelDims(), arg_infos, names)
+    by_name = dict(zip(names, inputs))
+    query, key, value = inputs[:3]
+    dtype = key.dtype
+    logit = logits_dtype(dtype)
+    batch, target, heads, width = as_4d(query.shape)
+    source, kv_heads = as_4d(key.shape)[1:3]
+    groups = 1 if arith.compare(kv_heads, "==", heads) is True else heads // kv_heads
+    full = (batch, heads, target, source)
+    if attrs.scale is not None:
+        scale = as_expr(attrs.scale, logit)
+    elif isinstance(width, int):
+        scale = as_expr(1.0 / math.sqrt(width) if width else 1.0, logit)  # 0: no elements
+    else:
+        scale = convert(1.0 / tir.sqrt(convert(as_expr(width), "float64")), logit)
+
+    def kv_index(b, s, n, h) -> tuple:
+        return (b, s, n // groups if groups != 1 else n, h)
+
+    def scores(b, n, t, s):
+        h = te.reduce_axis(width, "h")
+        q = convert(_trailing(query, (b, t, n, h)), logit)
+        k = convert(_trailing(key, kv_index(b, s, n, h)), logit)
+        return te.sum(q * k, axis=h)
+
+    raw = te.compute(full, scores, name="scores")
+
+    def masked(*indices: object) -> PrimExpr:
+        b, n, t, s = index_dims(indices)
+        logits = when_nonempty(width, raw[indices], as_expr(0, logit)) * scale
+        if "bias" in by_name:
+            bias = by_name["bias"]
+            logits = logits + convert(bias[broadcast_indices(bias.shape, full, indices)], logit)
+        keep = None
+        if "mask" in by_name:
+            mask = by_name["mask"]
+            keep = mask[broadcast_indices(mask.shape, full, indices)]
+        if attrs.is_causal:
+            causal = as_expr(s) <= as_expr(t)
+            keep = causal if keep is None else keep & causal
+        if keep is not None:
+            logits = tir.select(keep, logits, as_expr(_large_negative(logit), logit))
+        return convert(logits, "float32")
+
+    logits = te.compute(full, masked, name="logits")
+    rows = full[:3]
+
+    def row_max(b, n, t):
+        s = te.reduce_axis(source, "s")
+        return te.max(logits[b, n, t, s], axis=s)
+
+    peak = te.compute(rows, row_max, name="peak")
+
+    def row_sum(b, n, t):
+        s = te.reduce_axis(source, "s")
+        return te.sum(tir.exp(logits[b, n, t, s] - peak[b, n, t]), axis=s)
+
+    total = te.compute(rows, row_sum, name="total")
+
+    def probability(b, n, t, s):
+        return convert(tir.exp(logits[b, n, t, s] - peak[b, n, t]) / total[b, n, t], dtype)
+
+    probs = te.compute(full, probability, name="probs")
+    work = accumulator_dtype(dtype).name
+
+    def weighted(*indices: object) -> PrimExpr:
+        b, t, n, h = (0,) * (4 - query.ndim) + tuple(indices)
+        s = te.reduce_axis(source, "s")
+        p = convert(probs[b, n, t, s], work)
+        v = convert(_trailing(value, kv_index(b, s, n, h)), work)
+        return te.sum(p * v, axis=s)
+
+    name = "dot_product_attention"
+    empty = arith.compare(source, ">=", 1) is not True
+    out = te.compute(query.shape, weighted, name=name if work == dtype and not empty else "acc")
+    if work != dtype or empty:
+        zero = as_expr(0, work)
+
+        def finish(*i: object) -> PrimExpr:
+            return convert(when_nonempty(source, out[i], zero), dtype)
+
+        out = te.compute(query.shape, finish, name=name)
+    return te.create_prim_func([*inputs, out], name=name)
+
+
 def attention_reference(
     query: np.ndarray,
     key: np.ndarray,
@@ -178,6 +292,8 @@ def attention_reference(
     k = key.reshape(as_4d(key.shape))
     v = value.reshape(as_4d(value.shape))
     batch, target, heads, width = q.shape
+    if k.shape[1] == 0 or q.size == 0:  # no keys: an empty weighted sum
+        return np.zeros(query.shape, dtypes.to_numpy(dtype))
     groups = heads // k.shape[2]
     compute = dtypes.to_numpy(logits_dtype(dtype))
     wide = np.float64
@@ -204,4 +320,4 @@ def attention_reference(
     return out.astype(dtypes.to_numpy(dtype)).reshape(query.shape)
 
 
-__all__ = ["AttentionAttrs", "as_4d", "attention_reference", "logits_dtype"]
+__all__ = ["attention_kernel", "AttentionAttrs", "as_4d", "attention_reference", "logits_dtype"]

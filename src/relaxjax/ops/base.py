@@ -15,6 +15,7 @@ Example::
 
     >>> from relaxjax import arith
     >>> from relaxjax.ir import TensorInfo
+    >>> from relaxjax.ops import get
     >>> n = arith.sym("n")
     >>> get("add").deduce([TensorInfo((n, 4), "float32"), TensorInfo((1, 4), "float32")])
     (Tensor((n, 4), "float32"), ())
@@ -30,7 +31,7 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.errors import LoweringError, ShapeError
-from relaxjax.ir import Check, InferContext, PrimInfo, StructInfo, TensorInfo
+from relaxjax.ir import Check, InferContext, PrimInfo, StructInfo, TensorInfo, format_dims
 
 Dim = arith.Dim
 
@@ -42,10 +43,7 @@ PATTERNS = ("elementwise", "broadcast", "injective", "reduction", "out_fusable",
 
 
 def _shape_text(shape: Sequence[Dim] | None) -> str:
-    if shape is None:
-        return "(?)"
-    inner = ", ".join(str(d) for d in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+    return "(?)" if shape is None else format_dims(shape)
 
 
 def info_text(info: StructInfo) -> str:
@@ -100,12 +98,26 @@ class Op:
     def deduce(
         self, args: Sequence[StructInfo], attrs: object = None
     ) -> tuple[StructInfo, tuple[Check, ...]]:
-        """Run ``infer`` in a fresh context: the result info and the run-time checks."""
+        """Run ``infer`` in a fresh context: the result info and the run-time checks.
+
+        ``attrs=None`` stands for the default attributes (``Attrs()``) when they exist,
+        as in the graph builder.
+        """
+        attrs = self.default_attrs() if attrs is None else attrs
         self.check_attrs(attrs)
         args = tuple(args)
         ctx = InferContext(self.name, args)
         info = self.infer(args, attrs, ctx)
         return info, tuple(ctx.checks)
+
+    def default_attrs(self) -> object:
+        """``Attrs()`` when every attribute has a default, else None."""
+        if self.Attrs is None:
+            return None
+        try:
+            return self.Attrs()
+        except TypeError:
+            return None
 
     def check_attrs(self, attrs: object) -> None:
         """Raise ``TypeError`` unless ``attrs`` is an instance of ``Attrs`` (or None)."""

@@ -274,9 +274,6 @@ class Astype(UnaryOp):
     name = "astype"
     Attrs = AstypeAttrs
 
-    def input_dtype(self, x: OperandType) -> str:
-        return dtypes.result_type(x)
-
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         return with_dtype(x, attrs.dtype)

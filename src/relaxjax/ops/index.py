@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax import arith, dtypes
+from relaxjax import arith, dtypes, tir
 from relaxjax.errors import InconclusiveShapeError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ops.base import (
@@ -39,7 +39,11 @@ from relaxjax.ops.base import (
     tensor_args,
     value_type,
 )
+from relaxjax.ops.kernel import KernelDims, convert, index_dims, placeholders
+from relaxjax.ops.manipulate import gather_kernel
 from relaxjax.ops.reduction import normalize_axes
+from relaxjax.tir import PrimExpr, PrimFunc, te
+from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
@@ -126,6 +130,41 @@ class Take(Op):
         mask = valid.reshape((1,) * axis + indices.shape + (1,) * (a.ndim - axis - 1))
         fill = np.asarray(fill_value(dtypes.canonical(a.dtype))).astype(a.dtype)
         return np.asarray(np.where(mask, gathered, fill))
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[p, j, q] = a[p, position(indices[j]), q]``, the position per ``mode``."""
+        a, indices = placeholders(KernelDims(), arg_infos[:2], ("a", "indices"))
+        axis = normalize_axis(self.name, attrs.axis, a.ndim)
+        size = as_expr(a.shape[axis])
+        shape = a.shape[:axis] + indices.shape + a.shape[axis + 1 :]
+        count = indices.ndim
+
+        def body(*loops: object) -> PrimExpr:
+            i = index_dims(loops)
+            raw = convert(indices[i[axis : axis + count]], "int64")
+
+            def load(position: PrimExpr) -> PrimExpr:
+                return a[i[:axis] + (position,) + i[axis + count :]]
+
+            return _gather(attrs.mode, raw, size, load, a.dtype)
+
+        out = te.compute(shape, body, name=self.name)
+        return te.create_prim_func([a, indices, out], name=self.name)
+
+
+def _gather(mode: str, raw: PrimExpr, size: PrimExpr, load, dtype: str) -> PrimExpr:
+    """The element at index ``raw`` of an axis of ``size`` per the ``take`` mode."""
+    last = size - 1
+    if mode == "clip":
+        return load(tir.min(tir.max(raw, 0), last))
+    if mode == "wrap":
+        return load(raw % size)
+    wrapped = tir.select(raw < 0, raw + size, raw)
+    if mode == "index":
+        return load(tir.min(tir.max(wrapped, 0), last))
+    valid = (wrapped >= 0) & (wrapped < size)
+    fill = np.asarray(fill_value(dtype)).astype(dtypes.to_numpy(dtype)).item()
+    return tir.if_then_else(valid, load(wrapped), as_expr(fill, dtype))
 
 
 # --------------------------------------------------------------------------- strided_slice
@@ -251,6 +290,31 @@ class StridedSlice(Op):
                 )
                 ctx.require(Check("eq", (shape[axis], 1), message))
         return TensorInfo(tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype)
+
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """``out[i] = x[start + i * step]`` on sliced axes, ``x[start]`` on dropped ones."""
+        dims = KernelDims()
+        (x,) = placeholders(dims, arg_infos[:1], ("x",))
+        axes = normalize_axes(self.name, attrs.axes, x.ndim)
+        drop = set(normalize_axes(self.name, attrs.drop, x.ndim))
+        starts: dict[int, Dim] = {}
+        steps: dict[int, Dim] = {}
+        shape = list(x.shape)
+        for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
+            begin, end = (None if b is None else dims.value(b) for b in (begin, end))
+            steps[axis] = dims.value(step)
+            starts[axis], shape[axis] = slice_extent(x.shape[axis], begin, end, steps[axis])
+        out_shape = tuple(d for a, d in enumerate(shape) if a not in drop)
+
+        def source(i: Sequence[Dim]) -> tuple[Dim, ...]:
+            kept = iter(i)
+            result = []
+            for a in range(x.ndim):
+                index = 0 if a in drop else next(kept)
+                result.append(starts[a] + index * steps[a] if a in starts else index)
+            return tuple(result)
+
+        return gather_kernel(self.name, x, out_shape, source)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = _as_input(arrays[0])

@@ -31,6 +31,7 @@ from relaxjax.ops.base import (
     broadcast_result,
     broadcast_shapes,
     info_text,
+    num_elements,
     promote_types,
     register,
     require_equal,
@@ -38,8 +39,9 @@ from relaxjax.ops.base import (
     value_type,
 )
 from relaxjax.ops.kernel import KernelDims, convert, placeholders
-from relaxjax.ops.reduction import accumulator_dtype
+from relaxjax.ops.reduction import accumulator_dtype, when_nonempty
 from relaxjax.tir import PrimExpr, PrimFunc, te
+from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
@@ -452,7 +454,9 @@ def contraction_kernel(
             value = load if value is None else value * load
         return value if value is not None else convert(1, work)
 
-    direct = work == out_dtype
+    count = num_elements([sizes[label] for label in contracted])
+    empty = bool(contracted) and arith.compare(count, ">=", 1) is not True
+    direct = work == out_dtype and not empty
     stage_name = name if direct else "acc"
 
     def body(*indices: object) -> object:
@@ -465,7 +469,12 @@ def contraction_kernel(
 
     stage = te.compute(tuple(sizes[label] for label in output), body, name=stage_name)
     if not direct:
-        stage = te.compute(stage.shape, lambda *i: convert(stage[i], out_dtype), name=name)
+        zero = as_expr(0, work)
+
+        def finish(*i: object) -> PrimExpr:
+            return convert(when_nonempty(count, stage[i], zero), out_dtype)
+
+        stage = te.compute(stage.shape, finish, name=name)
     return te.create_prim_func([*inputs, stage], name=name)
 
 

@@ -257,6 +257,15 @@ class ReducedAxes:
         return tuple(1 if a in self.axes else d for a, d in enumerate(self.shape))
 
 
+def when_nonempty(count: Dim, value: PrimExpr, identity: PrimExpr) -> PrimExpr:
+    """``value`` of a reduction over ``count`` elements, or its ``identity`` when the
+    reduction may be empty (a block's init runs with its first reduction step, so an
+    empty reduction leaves its buffer unwritten)."""
+    if arith.compare(count, ">=", 1) is True:
+        return value
+    return tmath.if_then_else(as_expr(count) > 0, value, identity)
+
+
 def finish_reduction(
     name: str,
     x: te.Tensor,
@@ -265,16 +274,21 @@ def finish_reduction(
     keepdims: bool,
     dtype: str,
     finish=None,
+    identity: PrimExpr | None = None,
 ) -> PrimFunc:
     """The kernel ``[x, out]`` where ``out`` is ``finish(reduced value)`` (default: the
-    value) converted to ``dtype``, with size-1 axes under ``keepdims``. The reduced stage
-    is the output itself when nothing remains to be done."""
-    if finish is None and not keepdims and reduced.dtype == dtype and axes.axes:
+    value) converted to ``dtype``, with size-1 axes under ``keepdims``; an ``identity``
+    stands for the value of an empty reduction. The reduced stage is the output itself
+    when nothing remains to be done."""
+    guard = identity is not None and arith.compare(axes.count, ">=", 1) is not True
+    if finish is None and not guard and not keepdims and reduced.dtype == dtype and axes.axes:
         return te.create_prim_func([x, reduced], name=name)
 
     def body(*i: object) -> PrimExpr:
         kept = axes.kept(i) if keepdims else i
         value = reduced[tuple(kept)]
+        if guard:
+            value = when_nonempty(axes.count, value, identity)
         return convert(value if finish is None else finish(value, kept), dtype)
 
     out = te.compute(axes.out_shape(keepdims), body, name=name)
@@ -390,17 +404,24 @@ class _AxesReduction(Op):
         """``f(reduced value, kept indices)`` computing the result, or None."""
         return None
 
+    def identity(self, work: str) -> PrimExpr | None:
+        """The value of an empty reduction (None: reducing nothing is an error)."""
+        return as_expr(0, work)
+
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
-        """One reduction stage (plus a stage for a final step, a dtype conversion or
-        ``keepdims``); half precisions accumulate in float32, integers in int64."""
+        """One reduction stage (plus a stage for a final step, a dtype conversion,
+        ``keepdims`` or possibly empty axes); half precisions accumulate in float32,
+        integers in int64."""
         x = _reduction_input(arg_infos)
         out = as_tensor_info(out_info).dtype
         axes = ReducedAxes(x.shape, reduced_axes(self.name, attrs.axis, x.ndim))
         work = self.work_dtype(out)
         finish = self.finish(axes, attrs, work)
-        direct = not attrs.keepdims and bool(axes.axes) and work == out and finish is None
+        identity = self.identity(work)
+        empty = identity is not None and arith.compare(axes.count, ">=", 1) is not True
+        direct = not (attrs.keepdims or empty or finish) and bool(axes.axes) and work == out
         stage = self.reduce_stage(x, axes, attrs, out, work, self.name if direct else "acc")
-        return finish_reduction(self.name, x, axes, stage, attrs.keepdims, out, finish)
+        return finish_reduction(self.name, x, axes, stage, attrs.keepdims, out, finish, identity)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = self.Attrs() if attrs is None else attrs
@@ -453,6 +474,9 @@ class Prod(_AxesReduction):
 
     def reduce_stage(self, x, axes, attrs, out, work, name):
         return axes.reduce(te.prod, lambda i: convert(convert(x[i], out), work), name)
+
+    def identity(self, work: str) -> PrimExpr:
+        return as_expr(1, work)
 
 
 @register
@@ -537,6 +561,9 @@ class Max(_AxesReduction):
     def work_dtype(self, out: str) -> str:
         return _extremum_dtype(out)
 
+    def identity(self, work: str) -> None:
+        return None
+
     def reduce_stage(self, x, axes, attrs, out, work, name):
         return axes.reduce(te.max, lambda i: convert(x[i], work), name)
 
@@ -557,6 +584,9 @@ class Min(_AxesReduction):
 
     def work_dtype(self, out: str) -> str:
         return _extremum_dtype(out)
+
+    def identity(self, work: str) -> None:
+        return None
 
     def reduce_stage(self, x, axes, attrs, out, work, name):
         return axes.reduce(te.min, lambda i: convert(x[i], work), name)

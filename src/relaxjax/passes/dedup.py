@@ -10,34 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from relaxjax.ir import CALL_TIR, Binding, Call, Function, GlobalVar, IRModule
+from relaxjax.ir import ExprMutator, GlobalVar, IRModule
 from relaxjax.passes.kernels import kernel_key
-from relaxjax.passes.walk import rebuild_function
 
 __all__ = ["dedup_kernels"]
 
 
-def _redirect(function: Function, renames: Mapping[str, str]) -> Function:
-    changed = False
-    blocks = []
-    for block in function.body.blocks:
-        bindings = []
-        for binding in block.bindings:
-            value = binding.value
-            if (
-                isinstance(binding, Binding)
-                and isinstance(value, Call)
-                and value.op is CALL_TIR
-                and isinstance(value.args[0], GlobalVar)
-                and value.args[0].name in renames
-            ):
-                args = (GlobalVar(renames[value.args[0].name]), *value.args[1:])
-                value = Call(value.op, args, value.attrs, value.info, value.checks)
-                binding = Binding(binding.var, value, binding.location)
-                changed = True
-            bindings.append(binding)
-        blocks.append(bindings)
-    return rebuild_function(function, blocks) if changed else function
+class _Redirect(ExprMutator):
+    """Renames the kernels a module's calls refer to."""
+
+    def __init__(self, renames: Mapping[str, str]) -> None:
+        super().__init__()
+        self.renames = renames
+
+    def visit_GlobalVar(self, ref: GlobalVar) -> GlobalVar:
+        return GlobalVar(self.renames[ref.name]) if ref.name in self.renames else ref
 
 
 def dedup_kernels(mod: IRModule) -> IRModule:
@@ -52,9 +39,5 @@ def dedup_kernels(mod: IRModule) -> IRModule:
             first_name[key] = name
     if not renames:
         return mod
-    items = {}
-    for name, item in mod.functions.items():
-        if name in renames:
-            continue
-        items[name] = _redirect(item, renames) if isinstance(item, Function) else item
-    return IRModule(items)
+    redirected = _Redirect(renames).visit(mod)
+    return IRModule({k: v for k, v in redirected.functions.items() if k not in renames})

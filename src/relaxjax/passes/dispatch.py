@@ -18,20 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from relaxjax.ir import (
-    Binding,
     Call,
     Constant,
     Expr,
+    ExprMutator,
     ExternDecl,
     ExternFunc,
-    Function,
     IRModule,
     TensorInfo,
     Var,
     call_extern,
 )
 from relaxjax.passes.legalize import is_op_call, known_shape
-from relaxjax.passes.walk import rebuild_function
 
 __all__ = ["LIBRARY_CALLS", "LibraryCall", "dispatch_library"]
 
@@ -64,39 +62,30 @@ LIBRARY_CALLS: dict[str, LibraryCall] = {
 }
 
 
-def _dispatch(binding: Binding, used: dict[str, LibraryCall]) -> Binding:
-    call = binding.value
-    if not isinstance(call, Call) or not is_op_call(call) or call.info is None:
-        return binding
-    library = LIBRARY_CALLS.get(call.op.name)  # type: ignore[union-attr]
-    if library is None or not known_shape(call.info) or not library.applies(call):
-        return binding
-    used[library.decl_name] = library
-    extern = call_extern(ExternFunc(library.symbol), call.args, call.info)
-    value = Call(extern.op, extern.args, extern.attrs, extern.info, call.checks)
-    return Binding(binding.var, value, binding.location)
+class _Dispatcher(ExprMutator):
+    """Replaces op calls found in :data:`LIBRARY_CALLS` by ``call_extern``s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: dict[str, LibraryCall] = {}
+
+    def visit_Call(self, call: Call) -> Call:
+        call = super().visit_Call(call)
+        if not is_op_call(call) or call.info is None or not known_shape(call.info):
+            return call
+        library = LIBRARY_CALLS.get(call.op.name)  # type: ignore[union-attr]
+        if library is None or not library.applies(call):
+            return call
+        self.used[library.decl_name] = library
+        extern = call_extern(ExternFunc(library.symbol), call.args, call.info)
+        return Call(extern.op, extern.args, extern.attrs, extern.info, call.checks)
 
 
 def dispatch_library(mod: IRModule) -> IRModule:
     """``mod`` with every op call in :data:`LIBRARY_CALLS` turned into a ``call_extern``."""
-    used: dict[str, LibraryCall] = {}
-    items: dict[str, object] = {}
-    for name, item in mod.functions.items():
-        if isinstance(item, Function):
-            blocks = [
-                [_dispatch(b, used) if isinstance(b, Binding) else b for b in block.bindings]
-                for block in item.body.blocks
-            ]
-            changed = any(
-                new is not old
-                for new_block, block in zip(blocks, item.body.blocks)
-                for new, old in zip(new_block, block.bindings)
-            )
-            item = rebuild_function(item, blocks) if changed else item
-        items[name] = item
-    if not used:
-        return mod
-    for decl_name, library in used.items():
-        if decl_name not in items:
-            items[decl_name] = ExternDecl(decl_name, library.symbol)
-    return IRModule(items)
+    dispatcher = _Dispatcher()
+    result = dispatcher.visit(mod)
+    for decl_name, library in dispatcher.used.items():
+        if decl_name not in result:
+            result = result.with_function(decl_name, ExternDecl(decl_name, library.symbol))
+    return result

@@ -27,7 +27,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from relaxjax.arith import Sym
-from relaxjax.errors import LoweringError
+from relaxjax.errors import LoweringError, SourceLocation
 from relaxjax.ir import (
     BUILTIN_OPS,
     CALL_TIR,
@@ -36,6 +36,7 @@ from relaxjax.ir import (
     CallTIRAttrs,
     Constant,
     Expr,
+    ExprMutator,
     ExternFunc,
     Function,
     GlobalVar,
@@ -49,9 +50,7 @@ from relaxjax.ir import (
     TupleInfo,
     Var,
 )
-from relaxjax.ir.nodes import AnyBinding
-from relaxjax.passes.kernels import kernel_key, kernel_names, rename_kernel
-from relaxjax.passes.walk import rebuild_function
+from relaxjax.passes.kernels import kernel_key, rename_kernel
 
 __all__ = ["LegalizedAttrs", "is_op_call", "known_shape", "legalize", "op_attrs_items"]
 
@@ -147,67 +146,68 @@ def _tir_vars(kernel: object, where: str) -> ShapeExpr | None:
     return ShapeExpr(scalars)
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A binding whose kernel is known but not yet named."""
-
-    binding: Binding
-    kernel: int  # index into the collected kernels
-    operands: tuple[Expr, ...]
-    tir_vars: ShapeExpr | None
-
-
-class _Legalizer:
-    """Collects kernels over a module's functions, then names them and rebuilds calls."""
+class _Legalizer(ExprMutator):
+    """Lowers each op call it meets; kernels are keyed structurally and named on first use."""
 
     def __init__(self, mod: IRModule) -> None:
-        self.mod = mod
-        self.keys: dict[Hashable, int] = {}
-        self.kernels: list[object] = []
-        self.stems: list[str] = []
-        self.existing = {kernel_key(k): name for name, k in mod.kernels().items()}
+        super().__init__()
+        self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
+        self.kernels: dict[str, object] = {}  # the new kernels, by name
+        self.taken = set(mod.functions)
+        self.counters: dict[str, int] = {}
+        self.where = ""
+        self.location: SourceLocation | None = None
 
-    def lower(self, binding: Binding, where: str) -> _Pending:
-        call = binding.value
-        assert isinstance(call, Call)
-        arg_infos = tuple(a.info for a in call.args)
+    def visit_Function(self, func: Function) -> Function:
+        self.where = f"function {func.name}"
+        return super().visit_Function(func)
+
+    def visit_Binding(self, binding: Binding) -> Binding:
+        self.where = f"{self.where.split(',')[0]}, binding {binding.var.name_hint}"
+        self.location = binding.location
+        return super().visit_Binding(binding)
+
+    def visit_Call(self, call: Call) -> Call:
+        call = super().visit_Call(call)
+        if not is_op_call(call):
+            return call
         try:
-            kernel = call.op.lower(arg_infos, call.attrs, call.info)  # type: ignore[union-attr]
+            kernel = call.op.lower(tuple(a.info for a in call.args), call.attrs, call.info)  # type: ignore[union-attr]
         except LoweringError as err:
-            raise LoweringError(f"{where}: {err.message}", location=binding.location) from err
+            raise LoweringError(f"{self.where}: {err.message}", location=self.location) from err
+        name = self._name(kernel, call.op.name)  # type: ignore[union-attr]
+        buffers = Tuple(_kernel_operands(call, kernel, self.where))
+        operands: tuple[Expr, ...] = (GlobalVar(name), buffers)
+        tir_vars = _tir_vars(kernel, self.where)
+        if tir_vars is not None:
+            operands += (tir_vars,)
+        return Call(CALL_TIR, operands, _call_tir_attrs(call), call.info, call.checks)
+
+    def _name(self, kernel: object, stem: str) -> str:
+        """The kernel's name in the module: an identical kernel's, else the op's name
+        with a suffix when another kernel or item already has it."""
         key = kernel_key(kernel)
-        if key not in self.keys:
-            self.keys[key] = len(self.kernels)
-            self.kernels.append(kernel)
-            self.stems.append(call.op.name)
-        operands = tuple(_kernel_operands(call, kernel, where))
-        return _Pending(binding, self.keys[key], operands, _tir_vars(kernel, where))
-
-    def names(self) -> list[str]:
-        taken = set(self.mod.functions)
-        fresh_stems = [
-            stem
-            for kernel, stem in zip(self.kernels, self.stems)
-            if kernel_key(kernel) not in self.existing
-        ]
-        fresh = iter(kernel_names(fresh_stems, taken))
-        return [self.existing.get(kernel_key(kernel)) or next(fresh) for kernel in self.kernels]
+        if key not in self.names:
+            count = self.counters.get(stem, 0)
+            name = stem if count == 0 else f"{stem}_{count}"
+            while name in self.taken:
+                count += 1
+                name = f"{stem}_{count}"
+            self.counters[stem] = count + 1
+            self.taken.add(name)
+            self.names[key] = name
+            self.kernels[name] = rename_kernel(kernel, name)
+        return self.names[key]
 
 
-def _call_tir(pending: _Pending, name: str) -> Binding:
-    call = pending.binding.value
-    assert isinstance(call, Call) and call.info is not None
+def _call_tir_attrs(call: Call) -> CallTIRAttrs:
+    """The plain attrs when the result's shape is known; else the op is named too."""
+    assert call.info is not None
     if known_shape(call.info):
-        attrs: CallTIRAttrs = CallTIRAttrs(call.info)
-    else:
-        arg_infos = tuple(a.info for a in call.args)
-        op_name = call.op.name  # type: ignore[union-attr]
-        attrs = LegalizedAttrs(call.info, op_name, op_attrs_items(call.attrs), arg_infos)
-    operands: tuple[Expr, ...] = (GlobalVar(name), Tuple(pending.operands))
-    if pending.tir_vars is not None:
-        operands += (pending.tir_vars,)
-    value = Call(CALL_TIR, operands, attrs, call.info, call.checks)
-    return Binding(pending.binding.var, value, pending.binding.location)
+        return CallTIRAttrs(call.info)
+    arg_infos = tuple(a.info for a in call.args)
+    op_name = call.op.name  # type: ignore[union-attr]
+    return LegalizedAttrs(call.info, op_name, op_attrs_items(call.attrs), arg_infos)
 
 
 def legalize(mod: IRModule) -> IRModule:
@@ -217,38 +217,7 @@ def legalize(mod: IRModule) -> IRModule:
         LoweringError: an op has no lowering for its operands, naming the binding.
     """
     legalizer = _Legalizer(mod)
-    plans: dict[str, list[list[AnyBinding | _Pending]]] = {}
-    for fname, function in mod.graph_functions().items():
-        blocks: list[list[AnyBinding | _Pending]] = []
-        for block in function.body.blocks:
-            items: list[AnyBinding | _Pending] = []
-            for binding in block.bindings:
-                if isinstance(binding, Binding) and is_op_call(binding.value):
-                    where = f"function {fname}, binding {binding.var.name_hint}"
-                    items.append(legalizer.lower(binding, where))
-                else:
-                    items.append(binding)
-            blocks.append(items)
-        plans[fname] = blocks
-    if not legalizer.kernels:
-        return mod
-    names = legalizer.names()
-    items: dict[str, object] = {}
-    for name, item in mod.functions.items():
-        if isinstance(item, Function) and name in plans:
-            item = _rebuild(item, plans[name], names)
-        items[name] = item
-    for kernel, name in zip(legalizer.kernels, names):
-        if name not in items:
-            items[name] = rename_kernel(kernel, name)
-    return IRModule(items)
-
-
-def _rebuild(
-    function: Function, blocks: list[list[AnyBinding | _Pending]], names: Sequence[str]
-) -> Function:
-    new_blocks = [
-        [_call_tir(b, names[b.kernel]) if isinstance(b, _Pending) else b for b in block]
-        for block in blocks
-    ]
-    return rebuild_function(function, new_blocks)
+    result = legalizer.visit(mod)
+    for name, kernel in legalizer.kernels.items():
+        result = result.with_function(name, kernel)
+    return result

@@ -1,13 +1,14 @@
-"""Small helpers the graph passes share: variables an expression uses, rebuilding functions.
+"""Small helpers the graph passes share, on top of the IR's visitor and mutator.
 
-The graph IR is in A-normal form, so an expression's operands are leaves (vars,
-constants, prim values, shapes, global references) or tuples of leaves; these
-helpers only need to look one level deep, plus tuples.
+- :func:`used_vars`: the variables an expression reads (an ``ExprVisitor``);
+- :func:`called_kernels`: the kernels a function calls through ``call_tir``;
+- :func:`rebuild_function`: a function with some bindings dropped (the one rewrite
+  an ``ExprMutator`` cannot express, used by dead-code elimination).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from relaxjax.ir import (
     CALL_TIR,
@@ -15,36 +16,43 @@ from relaxjax.ir import (
     Call,
     DataflowBlock,
     Expr,
+    ExprVisitor,
     Function,
     GlobalVar,
-    IRModule,
     SeqExpr,
-    Tuple,
-    TupleGetItem,
     Var,
 )
 from relaxjax.ir.nodes import AnyBinding
 
-__all__ = [
-    "called_kernels",
-    "map_functions",
-    "rebuild_function",
-    "used_vars",
-]
+__all__ = ["called_kernels", "rebuild_function", "used_vars"]
 
 
-def used_vars(expr: Expr) -> Iterator[Var]:
+class _Uses(ExprVisitor):
+    def __init__(self) -> None:
+        self.vars: list[Var] = []
+        self.kernels: list[str] = []
+
+    def visit_Var(self, var: Var) -> None:
+        self.vars.append(var)
+
+    def visit_Call(self, call: Call) -> None:
+        if call.op is CALL_TIR and isinstance(call.args[0], GlobalVar):
+            self.kernels.append(call.args[0].name)
+        super().visit_Call(call)
+
+
+def used_vars(expr: Expr) -> list[Var]:
     """The variables ``expr`` reads (with repeats), looking through tuples and calls."""
-    if isinstance(expr, Var):
-        yield expr
-    elif isinstance(expr, Tuple):
-        for field in expr.fields:
-            yield from used_vars(field)
-    elif isinstance(expr, TupleGetItem):
-        yield from used_vars(expr.tuple_value)
-    elif isinstance(expr, Call):
-        for arg in expr.args:
-            yield from used_vars(arg)
+    uses = _Uses()
+    uses.visit(expr)
+    return uses.vars
+
+
+def called_kernels(function: Function) -> Iterator[str]:
+    """The names of the kernels ``function`` calls through ``call_tir`` (with repeats)."""
+    uses = _Uses()
+    uses.visit(function)
+    return iter(uses.kernels)
 
 
 def rebuild_function(function: Function, blocks: Sequence[Sequence[AnyBinding]]) -> Function:
@@ -64,22 +72,3 @@ def rebuild_function(function: Function, blocks: Sequence[Sequence[AnyBinding]])
         new_blocks.append(kind(bindings))
     body = SeqExpr(new_blocks, function.body.body)
     return Function(function.params, body, function.ret_info, function.name, function.attrs)
-
-
-def map_functions(mod: IRModule, rewrite: Callable[[Function], Function]) -> IRModule:
-    """A module whose graph functions are ``rewrite(f)``; kernels and externs are kept."""
-    items = {}
-    for name, item in mod.functions.items():
-        items[name] = rewrite(item) if isinstance(item, Function) else item
-    return IRModule(items)
-
-
-def called_kernels(function: Function) -> Iterator[str]:
-    """The names of the kernels ``function`` calls through ``call_tir`` (with repeats)."""
-    for block in function.body.blocks:
-        for binding in block.bindings:
-            value = binding.value
-            if isinstance(value, Call) and value.op is CALL_TIR:
-                callee = value.args[0]
-                if isinstance(callee, GlobalVar):
-                    yield callee.name

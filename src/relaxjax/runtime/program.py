@@ -10,7 +10,9 @@ The generated function has four phases, in this order:
 3. **memory** — the returned tensors as numpy arrays, every temporary in one arena
    (:mod:`relaxjax.runtime.memory`);
 4. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
-   with the kernel's symbol values read from its buffers' dims.
+   with the kernel's symbol values read from its buffers' dims; a ``call_extern`` (or a
+   kernel of the ``reference`` target) is a Python call on numpy arrays, temporaries
+   viewed in the arena.
 
 Shape arithmetic is Python source produced by ``arith.to_python`` over the locals
 holding the symbols, so a call performs no IR walks and no lookups.
@@ -115,6 +117,7 @@ class ProgramWriter:
         self._constants: dict[Constant, Value] = {}
         self.by_object = object_args_supported()
         self._empty = self.writer.constant(np.empty, "empty")
+        self._ndarray = self.writer.constant(np.ndarray, "ndarray")
 
     # -- the whole program -------------------------------------------------------------------
 
@@ -444,12 +447,12 @@ class ProgramWriter:
             if current.by_object:
                 refs.append(current.ref)
                 continue
+            # a view of the temporary's arena slice: ndarray(shape, dtype, buffer, offset)
             dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
-            view = self.writer.constant(_arena_view, "arena_view")
             local = self.writer.fresh("v")
             self.writer.line(
-                f"{local} = {view}(arena, {current.ref} - arena_address, {value.shape_code}, "
-                f"{dtype})"
+                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, arena, "
+                f"{current.ref} - arena_address)"
             )
             refs.append(local)
         function = self.writer.constant(launch.extern, "extern")
@@ -496,12 +499,6 @@ class ProgramWriter:
             else:  # an argument or a constant returned as is: the caller gets a copy
                 refs.append(f"{current.ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
-
-
-def _arena_view(arena: np.ndarray, start: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """The temporary at byte ``start`` of the arena as an array of ``shape``."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    return arena[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def _restructure(info: StructInfo, leaves) -> object:

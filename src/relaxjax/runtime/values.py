@@ -17,10 +17,11 @@ __all__ = ["Storage", "Value"]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Storage:
-    """One buffer of the program: an argument, a constant or a kernel's output.
+    """One buffer of the program, compared by identity.
 
-    ``kind`` is ``"param"``, ``"constant"``, ``"output"`` (returned to the caller: its
-    own numpy array) or ``"temp"`` (a slice of the arena). Compared by identity.
+    ``kind`` is ``"param"`` (an argument), ``"constant"``, ``"scalar"`` (a symbolic scalar
+    computed per call) or ``"kernel"`` (a call's result: its own numpy array when it is
+    returned, else a slice of the per-call arena).
     """
 
     kind: str

@@ -9,8 +9,6 @@ arith proves they cannot occur.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.schedule.dependence import block_facts

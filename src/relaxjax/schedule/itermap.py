@@ -81,10 +81,11 @@ def _usable_divisor(divisor: Dim, extent: Dim) -> bool:
 
 
 def _virtual(dim: Dim, loops: Mapping[str, Dim]) -> Split | None:
-    """A dense sum of whole loops (``f0 * 8 + f1``) as one virtual loop named by its text,
-    whose extent is that of the sum; :func:`determines` expands it again."""
+    """A dense sum of whole loops plus a fixed base (``f0 * 16 + f1``, or ``16 * f0 + f1``
+    with ``f0`` fixed) as one virtual loop named by its text: its digits (``// c``,
+    ``% c``) determine it, hence the loops of the sum; :func:`determines` expands it."""
     parsed = parse(dim, loops)
-    if parsed is None or parsed.base != 0 or len(parsed.terms) < 2 or not dense(dim, loops):
+    if parsed is None or not parsed.terms or not dense(dim - parsed.base, loops):
         return None
     ordered = _sorted_by_scale(parsed.terms)
     scale, split = ordered[-1]

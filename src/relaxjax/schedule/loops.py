@@ -18,7 +18,6 @@ from relaxjax.schedule.step import Step, fail, require_serial
 from relaxjax.schedule.tree import (
     Namer,
     Site,
-    child_realizes,
     renamed_copy,
     replace,
 )
@@ -384,8 +383,3 @@ def _annotations(anns: dict, what: str):
         return as_annotations(anns, what)
     except (TypeError, ValueError) as err:
         raise fail("annotate", str(err)) from None
-
-
-def realizes_under(stmt: Stmt) -> list[BlockRealize]:
-    """The blocks directly under ``stmt`` (not nested in other blocks)."""
-    return child_realizes(stmt)

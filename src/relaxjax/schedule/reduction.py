@@ -91,7 +91,15 @@ def decompose_reduction(func: PrimFunc, namer: Namer, site: Site, loop_site: Sit
     chain = list(site.loops())
     if not any(lp is loop for lp in chain):
         raise fail(primitive, f"loop {loop.var.name} does not enclose block {block.name!r}")
-    chain = chain[next(k for k, lp in enumerate(chain) if lp is loop) :]
+    position = next(k for k, lp in enumerate(chain) if lp is loop)
+    for lp in chain[:position]:
+        if "reduce" in _feeds(realize, lp):
+            raise fail(
+                primitive,
+                f"loop {lp.var.name} around loop {loop.var.name} binds a reduction iterator of "
+                f"{block.name!r}: the init would run again at each of its iterations",
+            )
+    chain = chain[position:]
     copied: list[For] = []
     reduce_loops: set[str] = set()
     for lp in chain:

@@ -10,7 +10,7 @@
 >>> io, ii = sch.split(i, factors=[None, 32])
 >>> sch.parallel(io)
 >>> print(sch.trace)
-b_B = sch.get_block("B")
+b_B = sch.get_block('B')
 i, j = sch.get_loops(b_B)
 i_0, i_1 = sch.split(i, factors=[None, 32])
 sch.parallel(i_0)
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+
+import numpy as np
 
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule import cache as cache_prims
@@ -41,6 +43,16 @@ from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.stmt import Block, BlockRealize, For
 
 _ids = itertools.count(1)
+
+
+def _plain(value: object) -> object:
+    """A trace argument as plain Python (numpy scalars become ints/floats/bools), so
+    that the printed trace is valid Python."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 class Schedule:
@@ -111,7 +123,8 @@ class Schedule:
     def _gone(self, primitive: str, what: str, name: str) -> ScheduleError:
         reason = self._removed.get(name)
         detail = f": it was {reason}" if reason else ""
-        return ScheduleError(f"{primitive}: {what} {name} no longer exists{detail}")
+        shown = repr(name) if what == "block" else name
+        return ScheduleError(f"{primitive}: {what} {shown} no longer exists{detail}")
 
     def _loop(self, primitive: str, handle: object) -> Site:
         self._check_handle(primitive, handle, LoopRV)
@@ -124,7 +137,7 @@ class Schedule:
         self._check_handle(primitive, handle, BlockRV)
         site = block_site(self._func.body, handle.name)
         if site is None:
-            raise self._gone(primitive, "block", repr(handle.name))
+            raise self._gone(primitive, "block", handle.name)
         return site
 
     def _loop_rv(self, name: str) -> LoopRV:
@@ -141,7 +154,9 @@ class Schedule:
         self._touched = tuple(touched) + step.outputs
 
     def _record(self, name: str, args: Sequence[object], kwargs: dict, outputs: object) -> None:
-        inst = Instruction(name, tuple(args), tuple(sorted(kwargs.items())), outputs)
+        args = tuple(_plain(a) for a in args)
+        kwargs = {k: _plain(v) for k, v in kwargs.items()}
+        inst = Instruction(name, args, tuple(sorted(kwargs.items())), outputs)
         self._trace = self._trace.append(inst)
 
     # queries ----------------------------------------------------------------------
@@ -152,7 +167,7 @@ class Schedule:
             raise ScheduleError(f"get_block: expected a block name, got {name!r}")
         if block_site(self._func.body, name) is None:
             if name in self._removed:
-                raise self._gone("get_block", "block", repr(name))
+                raise self._gone("get_block", "block", name)
             known = ", ".join(repr(n) for n in self._block_names())
             raise ScheduleError(f"get_block: no block named {name!r}; blocks: {known}")
         rv = self._block_rv(name)
@@ -294,7 +309,7 @@ class Schedule:
         """
         sites = [self._loop("reorder", lp) for lp in loops]
         step = loop_prims.reorder(self._func, sites)
-        self._apply(step, [lp.name for lp in loops])
+        self._apply(step, [lp.name for lp in loops], "reorder")
         self._record("reorder", loops, {}, None)
 
     def tile(self, *loops: LoopRV, factors: Sequence[int | object]) -> tuple[LoopRV, ...]:
@@ -383,10 +398,9 @@ class Schedule:
         After ``sch.compute_at(sch.get_block("B"), i_1)``::
 
             for i_1 in range(n):
-                for ax_v_i in range(1):
-                    with block("B"):
-                        v_i = axis.spatial(n, i_1 + ax_v_i)
-                        B[v_i] = A[v_i] + float32(1.0)
+                with block("B"):
+                    v_i = axis.spatial(n, i_1)
+                    B[v_i] = A[v_i] + float32(1.0)
                 with block("C"):
                     v_i_1 = axis.spatial(n, i_1)
                     C[v_i_1] = B[v_i_1] * float32(2.0)

@@ -44,14 +44,6 @@ def scope_block(site: Site) -> Block:
     return scope
 
 
-def scope_realize(site: Site) -> BlockRealize:
-    """The BlockRealize of the scope block of ``site``."""
-    for k in range(len(site.ancestors) - 1, -1, -1):
-        if isinstance(site.ancestors[k], Block):
-            return site.ancestors[k - 1]
-    raise fail("schedule", "the kernel body is not inside a root block")
-
-
 def top_statement(site: Site) -> Stmt:
     """The statement of the scope's body that contains ``site``."""
     scope = scope_block(site)
@@ -206,20 +198,6 @@ def conjunction(conditions: Sequence[PrimExpr]) -> PrimExpr | None:
     for condition in conditions:
         result = condition if result is None else binop("and", result, condition)
     return result
-
-
-def writers_and_readers(scope: Block, buffer: Buffer) -> tuple[list[str], list[str]]:
-    """The names of the blocks of ``scope`` that write and that read ``buffer``."""
-    writers, readers = [], []
-    for stmt in top_statements(scope):
-        for realize, _ in instances_under(stmt):
-            for access in instance_accesses(realize):
-                if access.buffer.name != buffer.name:
-                    continue
-                names = writers if access.is_write else readers
-                if realize.block.name not in names:
-                    names.append(realize.block.name)
-    return writers, readers
 
 
 def buffers_touched(stmt: Stmt) -> tuple[set[str], set[str]]:
