@@ -510,3 +510,21 @@ def test_reference_target_runs_kernels_in_the_interpreter(chain_exe):
 def test_unknown_target():
     with pytest.raises(LoweringError, match="supports target\\(s\\) llvm, reference, got 'tpu'"):
         build_executable(add_chain(1), target="tpu")
+
+
+def test_match_cast_checks_declared_bounds():
+    bounded = arith.sym("c", lower=2)
+    neg = rb.elementwise("neg", 1, lambda a: -a, ndim=1)
+    x = Var("x", rb.tensor((n,)))
+
+    def body(bb, x):
+        cast = bb.emit_match_cast(x, rb.tensor((bounded,)))
+        return rb.call(bb, "neg", [cast], rb.tensor((bounded,)))
+
+    exe = build_executable(rb.module([x], body, {"neg": neg}))
+    np.testing.assert_array_equal(exe(np.ones(2, np.float32))[0], [-1, -1])
+    with pytest.raises(ShapeError) as err:
+        exe(np.ones(1, np.float32))
+    assert str(err.value) == (
+        "match_cast axis 0: c = 1 is outside its declared range 2 <= c"
+    )

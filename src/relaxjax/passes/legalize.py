@@ -155,15 +155,16 @@ class _Legalizer(ExprMutator):
         self.kernels: dict[str, object] = {}  # the new kernels, by name
         self.taken = set(mod.functions)
         self.counters: dict[str, int] = {}
-        self.where = ""
+        self.function = ""
+        self.where = ""  # the binding being legalised, for error messages
         self.location: SourceLocation | None = None
 
     def visit_Function(self, func: Function) -> Function:
-        self.where = f"function {func.name}"
+        self.function = func.name
         return super().visit_Function(func)
 
     def visit_Binding(self, binding: Binding) -> Binding:
-        self.where = f"{self.where.split(',')[0]}, binding {binding.var.name_hint}"
+        self.where = f"function {self.function}, binding {binding.var.name_hint}"
         self.location = binding.location
         return super().visit_Binding(binding)
 

@@ -35,7 +35,7 @@ from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
-__all__ = ["ParamCode", "emit_arguments", "coerce_array", "coerce_scalar"]
+__all__ = ["ParamCode", "coerce_array", "coerce_scalar", "emit_arguments", "emit_range_check"]
 
 _PYTHON_SCALARS = (bool, int, float)
 
@@ -240,21 +240,31 @@ class ParamCode:
 
     def _emit_ranges(self) -> None:
         for symbol, where, from_shape in self._range_checked:
-            local = self.symbols.local(symbol)
-            conditions = []
-            if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
-                conditions.append(f"{local} < {symbol.lower}")
-            if symbol.upper is not None:
-                conditions.append(f"{local} > {symbol.upper}")
-            if not conditions:
-                continue
+            emit_range_check(self.writer, symbol, self.symbols.local(symbol), where, from_shape)
 
-            def range_error(value: int, symbol: Sym = symbol, where: str = where) -> Exception:
-                return messages.symbol_out_of_range(symbol, value, where)
 
-            helper = self.writer.constant(range_error, "range")
-            self.writer.line(f"if {' or '.join(conditions)}:")
-            self.writer.line(f"raise {helper}({local})", 2)
+def emit_range_check(
+    writer: SourceWriter, symbol: Sym, local: str, where: str, from_shape: bool
+) -> None:
+    """Check a freshly bound symbol against its declared bounds (``sym(lower=, upper=)``).
+
+    A size read from a shape is never negative, so the default lower bound 0 needs no
+    check there; a value read from a scalar does.
+    """
+    conditions = []
+    if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
+        conditions.append(f"{local} < {symbol.lower}")
+    if symbol.upper is not None:
+        conditions.append(f"{local} > {symbol.upper}")
+    if not conditions:
+        return
+
+    def range_error(value: int) -> Exception:
+        return messages.symbol_out_of_range(symbol, value, where)
+
+    helper = writer.constant(range_error, "range")
+    writer.line(f"if {' or '.join(conditions)}:")
+    writer.line(f"raise {helper}({local})", 2)
 
 
 def emit_arguments(

@@ -52,7 +52,7 @@ from relaxjax.ir import (
 )
 from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.runtime import messages
-from relaxjax.runtime.arguments import emit_arguments
+from relaxjax.runtime.arguments import emit_arguments, emit_range_check
 from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
@@ -303,7 +303,7 @@ class ProgramWriter:
             if isinstance(dim, Sym) and dim not in self.symbols:
                 local = self.symbols.bind(dim, f"{origin} axis {axis}")
                 self.writer.line(f"{local} = {value.shape[axis]}")
-                self._emit_bound_check(dim, local, f"{origin} axis {axis}")
+                emit_range_check(self.writer, dim, local, f"{origin} axis {axis}", True)
             else:
                 checks.append((axis, dim))
         for axis, dim in checks:
@@ -317,22 +317,10 @@ class ProgramWriter:
         if isinstance(info.value, Sym) and info.value not in self.symbols:
             local = self.symbols.bind(info.value, origin)
             self.writer.line(f"{local} = int({value.ref})")
+            emit_range_check(self.writer, info.value, local, origin, False)
         elif info.value is not None:
             self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
         return value
-
-    def _emit_bound_check(self, symbol: Sym, local: str, where: str) -> None:
-        conditions = []
-        if symbol.lower is not None and symbol.lower > 0:
-            conditions.append(f"{local} < {symbol.lower}")
-        if symbol.upper is not None:
-            conditions.append(f"{local} > {symbol.upper}")
-        if conditions:
-            helper = self.writer.constant(
-                lambda got: messages.symbol_out_of_range(symbol, got, where), "range"
-            )
-            self.writer.line(f"if {' or '.join(conditions)}:")
-            self.writer.line(f"raise {helper}({local})", 2)
 
     def _emit_match_check(
         self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
