@@ -6,7 +6,7 @@
 ...     return x * 2.0
 >>> relax.eval_shape(scale)
 Tensor((n, 4), "float32")
->>> print(scale.lower())                                  # doctest: +SKIP
+>>> print(scale.trace())                                  # doctest: +SKIP
 @function
 def scale(x: Tensor((n, 4), "float32")) -> Tensor((n, 4), "float32"):
     ...
@@ -20,10 +20,13 @@ specialised to the shape and dtype of the first call that passes it, as in
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
 from relaxjax.ir import IRModule
+from relaxjax.passes import Pipeline, dedup_kernels, eliminate_dead_code, legalize
+from relaxjax.schedule.replace import replace_kernel
+from relaxjax.tir import PrimFunc
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TRACE_STACK
 from relaxjax.trace.function import Traced, function_name, trace_function
@@ -31,13 +34,17 @@ from relaxjax.trace.signature import CallPlan, FastPath, Signature
 
 __all__ = ["Jitted", "jit", "eval_shape"]
 
+#: What :meth:`Jitted.lower` runs: one shape-generic kernel per op, stored once.
+LOWER_PIPELINE = Pipeline((eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code))
+
 
 class Jitted:
     """A function compiled for every value of its symbolic dims (made by :func:`jit`).
 
     Calling it runs the compiled program on arrays and returns the function's
-    output structure; :meth:`lower` gives the traced graph program and
-    :meth:`eval_shape` the output specs, neither running anything.
+    output structure; :meth:`trace` gives the traced graph program, :meth:`lower`
+    the same with a loop-level kernel per op, and :meth:`eval_shape` the output
+    specs, none of them running anything.
     """
 
     def __init__(
@@ -53,11 +60,13 @@ class Jitted:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.target = target
+        self.static_argnames = tuple(static_argnames)
         self._name = function_name(fn)
         self._signature = Signature(fn, self._name, static_argnames)
         self._traces: dict[Hashable, Traced] = {}
         self._executables: dict[Hashable, Callable[..., object]] = {}
         self._fast_path = FastPath(self._signature)
+        self._kernel_overrides: dict[str, PrimFunc] = {}
         self._fast: dict[Hashable, tuple[Callable[..., object], Traced]] = {}
 
     def __repr__(self) -> str:
@@ -82,14 +91,43 @@ class Jitted:
             self._traces[plan.key] = traced
         return traced
 
-    def lower(self, *specs: object, **kwspecs: object) -> IRModule:
-        """The traced graph program as an :class:`~relaxjax.ir.IRModule`.
+    def trace(self, *specs: object, **kwspecs: object) -> IRModule:
+        """The traced graph program, one binding per op call, as an :class:`~relaxjax.ir.IRModule`.
 
         With no arguments every parameter needs a spec annotation; otherwise give
         specs (``relax.Tensor``, arrays, objects with ``.shape``/``.dtype``) as you
         would give arguments. The graph function is named after the Python function.
         """
         return self._trace(self._signature.plan_specs(specs, kwspecs)).module
+
+    def lower(self, *specs: object, **kwspecs: object) -> IRModule:
+        """The graph program with every op legalised to a loop-level kernel.
+
+        Each binding becomes ``call_tir`` of a shape-generic kernel held in the same
+        module (``mod.kernels()["matmul"]``), one kernel per op (no fusion, no library
+        dispatch), ready to be scheduled and plugged back with :meth:`with_kernels`.
+        Specs as for :meth:`trace`.
+        """
+        return LOWER_PIPELINE(self.trace(*specs, **kwspecs))
+
+    def with_kernels(self, kernels: Mapping[str, PrimFunc]) -> Jitted:
+        """This function, running the given kernels in place of :meth:`lower`'s ones.
+
+        ``kernels`` maps a kernel name of ``lower()``'s module to a replacement with the
+        same signature, e.g. a scheduled one (``sch.func``); a mismatch raises
+        ``ScheduleError``. The replacements are checked when a call first compiles.
+        """
+        replaced = Jitted(self.fn, self.target, static_argnames=self.static_argnames)
+        replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
+        return replaced
+
+    def _build(self, traced: Traced) -> Callable[..., object]:
+        if not self._kernel_overrides:
+            return runtime.build_executable(traced.module, self.target)
+        mod = LOWER_PIPELINE(traced.module)
+        for name, func in self._kernel_overrides.items():
+            mod = replace_kernel(mod, name, func)
+        return runtime.build_executable(mod, self.target)
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:
         """The output spec(s), in the function's output structure: no compilation, no data."""
@@ -108,7 +146,7 @@ class Jitted:
             traced = self._trace(plan)
             executable = self._executables.get(plan.key)
             if executable is None:
-                executable = runtime.build_executable(traced.module, self.target)
+                executable = self._build(traced)
                 self._executables[plan.key] = executable
             entry = (executable, traced)
             if fast_key is not None:

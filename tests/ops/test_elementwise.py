@@ -579,7 +579,7 @@ def test_operators_and_wrappers_print_one_binding_each():
     def f(x, y):
         return rnp.where(x > 0, rnp.clip(x, 0.0), rnp.rsqrt(y)).astype("float16")
 
-    text = str(relax.jit(f).lower(relax.Tensor(("n", 4), "float32"), relax.Tensor((4,), "float32")))
+    text = str(relax.jit(f).trace(relax.Tensor(("n", 4), "float32"), relax.Tensor((4,), "float32")))
     for line in (
         'Tensor((n, 4), "bool") = greater(x, 0)',
         'Tensor((n, 4), "float32") = clip(x, 0.0, has_min=True, has_max=False)',

@@ -104,17 +104,17 @@ def block(x: Tensor((b, s, 8), "float32"), ln1_g: Tensor((8,), "float32"), ln1_b
 
 
 def test_mlp_golden_text():
-    assert module_to_text(mlp.lower(), locations=False) == MLP_TEXT
+    assert module_to_text(mlp.trace(), locations=False) == MLP_TEXT
     assert relax.eval_shape(mlp) == T(("n", 4), "float32")
 
 
 def test_transformer_block_golden_text():
-    assert module_to_text(block.lower(), locations=False) == BLOCK_TEXT
+    assert module_to_text(block.trace(), locations=False) == BLOCK_TEXT
     assert relax.eval_shape(block) == T(("b", "s", D), "float32")
 
 
 def test_printed_bindings_name_the_users_source_lines():
-    text = str(mlp.lower())
+    text = str(mlp.trace())
     with open(__file__) as source:
         line = 1 + source.read().splitlines().index("    return rnn.relu(x @ w1 + b1) @ w2")
     name = os.path.basename(__file__)
@@ -152,7 +152,7 @@ def test_constants_print_inline_or_as_meta_and_round_trip():
 
     jitted = relax.jit(f)
     text = module_to_text(
-        jitted.lower(T(("n", 3), "float32"), T((40,), "float32")), locations=False
+        jitted.trace(T(("n", 3), "float32"), T((40,), "float32")), locations=False
     )
     assert 'add(x, const([0.0, 1.0, 2.0], "float32"))' in text
     assert 'multiply(y, const(meta[0], "float32"))' in text

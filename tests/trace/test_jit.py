@@ -36,11 +36,11 @@ def test_eval_shape_of_an_annotated_jitted_function():
 
 
 def test_lower_names_the_graph_function_after_the_python_function():
-    mod = mlp.lower()
+    mod = mlp.trace()
     assert isinstance(mod, IRModule)
     assert list(mod.graph_functions()) == ["mlp"]
     assert [p.name_hint for p in mod["mlp"].params] == ["x", "w1", "w2"]
-    assert mlp.lower() is mod  # traced once
+    assert mlp.trace() is mod  # traced once
 
 
 def test_eval_shape_of_an_unannotated_function_with_specs_arrays_and_jax_structs():
@@ -90,7 +90,7 @@ def test_structured_arguments_and_outputs():
         "out": relax.Tensor(("n", 3), "float32"),
         "stats": (relax.Tensor((), "float32"), [PrimInfo("int64", relax.sym("n") + 1, weak=True)]),
     }
-    params = relax.jit(f).lower(specs, relax.Tensor(("n", 4), "float32"))["f"].params
+    params = relax.jit(f).trace(specs, relax.Tensor(("n", 4), "float32"))["f"].params
     assert [p.name_hint for p in params] == ["params_b", "params_w", "x"]
 
 
@@ -135,7 +135,7 @@ def test_keyword_arguments_and_defaults():
     spec = relax.Tensor(("n",), "float32")
     jitted = relax.jit(f)
     assert jitted.eval_shape(y=spec, x=spec) == spec
-    mod = jitted.lower(spec, spec, shift=np.float64(1.0))
+    mod = jitted.trace(spec, spec, shift=np.float64(1.0))
     assert [p.name_hint for p in mod["f"].params] == ["x", "y", "shift"]
     assert jitted.eval_shape(spec, spec, shift=np.float64(1.0)).dtype == "float64"
 
@@ -148,7 +148,7 @@ def test_static_argnames_bake_values():
     spec = relax.Tensor((3, "n"), "float32")
     assert total.eval_shape(spec, axis=0) == relax.Tensor(("n",), "float32")
     assert total.eval_shape(spec, 1) == relax.Tensor((3,), "float32")
-    assert [p.name_hint for p in total.lower(spec, 1)["total"].params] == ["x"]
+    assert [p.name_hint for p in total.trace(spec, 1)["total"].params] == ["x"]
     with pytest.raises(TypeError, match="static argument 'axis' must be hashable, got list"):
         total.eval_shape(spec, [0])
     with pytest.raises(TypeError, match=r"total\(\) has no parameter 'ax' \(in static_argnames\)"):
@@ -172,7 +172,7 @@ def test_nested_jitted_functions_are_inlined():
     def outer(x: relax.Tensor(("n",), "float32")):
         return inner(x) + 1
 
-    mod = outer.lower()
+    mod = outer.trace()
     assert [b.value.op.name for b in mod["outer"].body.blocks[0].bindings[:2]] == [
         "multiply",
         "add",
@@ -197,7 +197,7 @@ def test_missing_spec_for_an_unannotated_parameter():
         return x + y
 
     with pytest.raises(TypeError, match=r"f\(\): parameter 'x' has no spec: annotate it"):
-        relax.jit(f).lower()
+        relax.jit(f).trace()
 
 
 @pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_call_runs_and_returns_the_output_structure(reference_runtime):
     np.testing.assert_allclose(out["sum"], x + 1)
     np.testing.assert_allclose(out["pair"][0], (x + 1) * 2)
     assert out["pair"][1] == 3
-    assert reference_runtime[0] is f.lower(bias=bias)
+    assert reference_runtime[0] is f.trace(bias=bias)
 
 
 def test_keyword_arguments_are_passed_in_parameter_order(reference_runtime):

@@ -25,7 +25,7 @@ def test_match_cast_binds_new_symbols_for_everything_downstream():
     m = relax.sym("m")
     assert out == T((m, 5), "float32")
     assert dim.value == m * 2
-    mod = f.lower()
+    mod = f.trace()
     (cast,) = _match_casts(mod, "f")
     assert cast.info == T((m, 4), "float32")
     text = module_to_text(mod, locations=False)

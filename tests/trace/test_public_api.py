@@ -83,7 +83,7 @@ def test_tutorial_ir_of_the_mlp():
         return rnn.gelu(x @ w1) @ w2
 
     assert relax.eval_shape(mlp) == relax.Tensor(("n", 512), "float32")
-    lines = str(mlp.lower()).splitlines()
+    lines = str(mlp.trace()).splitlines()
     assert lines[4].split("  #")[0].strip() == (
         'lv1: Tensor((n, 2048), "float32") = gelu(lv0, approximate=True)'
     )
