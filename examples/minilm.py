@@ -58,11 +58,13 @@ def make_encoder(w: dict[str, np.ndarray], num_layers: int, eps: float):
     def norm(x, prefix):
         return rnn.layer_norm(x, w[prefix + ".weight"], w[prefix + ".bias"], eps=eps)
 
+    b, s = relax.sym("b"), relax.sym("s", upper=512)  # BERT's 512 learned positions
+
     @relax.jit
-    def encode(ids: relax.Tensor(("b", "s"), "int64"), mask: relax.Tensor(("b", "s"), "float32")):
+    def encode(ids: relax.Tensor((b, s), "int64"), mask: relax.Tensor((b, s), "float32")):
         b, s = ids.shape
         word = rnp.take(w["embeddings.word_embeddings.weight"], ids, axis=0)
-        position = w["embeddings.position_embeddings.weight"][:s]
+        position = rnp.asarray(w["embeddings.position_embeddings.weight"])[:s]
         token_type = w["embeddings.token_type_embeddings.weight"][0]
         x = norm(word + position + token_type, "embeddings.LayerNorm")
         keep = (mask > 0.5)[:, None, None, :]

@@ -20,6 +20,7 @@ specialised to the shape and dtype of the first call that passes it, as in
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
@@ -52,7 +53,9 @@ class Jitted:
         fn: Callable[..., object],
         target: str = "llvm",
         static_argnames: Sequence[str] = (),
+        localns: Mapping[str, object] | None = None,
     ) -> None:
+        """``localns``: names visible where ``fn`` was decorated, for string annotations."""
         if not callable(fn):
             raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
         if not isinstance(target, str):
@@ -62,7 +65,7 @@ class Jitted:
         self.target = target
         self.static_argnames = tuple(static_argnames)
         self._name = function_name(fn)
-        self._signature = Signature(fn, self._name, static_argnames)
+        self._signature = Signature(fn, self._name, static_argnames, localns)
         self._traces: dict[Hashable, Traced] = {}
         self._executables: dict[Hashable, Callable[..., object]] = {}
         self._fast_path = FastPath(self._signature)
@@ -117,7 +120,7 @@ class Jitted:
         same signature, e.g. a scheduled one (``sch.func``); a mismatch raises
         ``ScheduleError``. The replacements are checked when a call first compiles.
         """
-        replaced = Jitted(self.fn, self.target, static_argnames=self.static_argnames)
+        replaced = Jitted(self.fn, self.target, self.static_argnames, self._signature._localns)
         replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
         return replaced
 
@@ -181,7 +184,16 @@ def jit(
     """
     if fn is None:
         return functools.partial(jit, target=target, static_argnames=static_argnames)
-    return Jitted(fn, target=target, static_argnames=static_argnames)
+    return Jitted(fn, target, static_argnames, _caller_locals())
+
+
+def _caller_locals() -> dict[str, object]:
+    """A snapshot of the locals of the frame that called into this module's API, so that
+    string annotations (``from __future__ import annotations``) may name local symbols."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in (__name__, "functools"):
+        frame = frame.f_back
+    return dict(frame.f_locals) if frame is not None else {}
 
 
 def eval_shape(fn: Callable[..., object], *specs: object, **kwspecs: object) -> object:
@@ -193,5 +205,5 @@ def eval_shape(fn: Callable[..., object], *specs: object, **kwspecs: object) -> 
     scalars, in tuples, lists and dicts matching the parameters' structure. The
     result has the structure of ``fn``'s output, with a ``relax.Tensor`` per tensor.
     """
-    jitted = fn if isinstance(fn, Jitted) else Jitted(fn)
+    jitted = fn if isinstance(fn, Jitted) else Jitted(fn, localns=_caller_locals())
     return jitted.eval_shape(*specs, **kwspecs)

@@ -21,7 +21,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.ops.creation import ArangeAttrs, FullAttrs, LikeAttrs, ShapeDtypeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs, ClipAttrs
-from relaxjax.trace import emit
+from relaxjax.trace import Tracer, constant, emit
 
 # --------------------------------------------------------------------------- helpers
 
@@ -320,8 +320,55 @@ def arange(start, stop=None, step=None, dtype=None):
     return emit("arange", (), ArangeAttrs(*bounds, dtype))
 
 
+# --------------------------------------------------------------------------- arrays
+
+
+def asarray(a: object, dtype: object = None, copy: object = None) -> object:
+    """``jnp.asarray``: ``a`` as a tensor (traced tensors pass through, cast to ``dtype``).
+
+    Inside a trace, an array or nested sequence becomes a constant of the program, so
+    it can be indexed with symbolic bounds (``rnp.asarray(table)[:n]``).
+    """
+    del copy  # arrays are immutable values here
+    if isinstance(a, Tracer):
+        return a if dtype is None or dtypes.canonical(dtype) == a.dtype else astype(a, dtype)
+    if isinstance(a, bool | int | float) and dtype is None:
+        value = np.asarray(a)  # Python scalars: int64 / float64 / bool, as jax with x64
+    else:
+        value = np.asarray(
+            a, dtype=None if dtype is None else dtypes.to_numpy(dtypes.canonical(dtype))
+        )
+    if value.dtype.name not in dtypes.DTYPES and value.dtype != dtypes.to_numpy("bfloat16"):
+        raise TypeError(
+            f"asarray: unsupported dtype {value.dtype} (supported: {', '.join(dtypes.DTYPES)})"
+        )
+    return constant(np.ascontiguousarray(value))
+
+
+def array(object: object, dtype: object = None, copy: bool = True) -> object:  # noqa: A002
+    """``jnp.array``: like :func:`asarray` (values are immutable, so no copy is observable)."""
+    return asarray(object, dtype)
+
+
+# dtype names, as jnp.float32 etc.
+bool_ = "bool"
+int8, int16, int32, int64, uint8 = "int8", "int16", "int32", "int64", "uint8"
+float16, bfloat16, float32, float64 = "float16", "bfloat16", "float32", "float64"
+
 __all__ = [
     "abs",
+    "array",
+    "asarray",
+    "bool_",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
     "absolute",
     "add",
     "arange",

@@ -74,7 +74,7 @@ def test_traced_programs_stay_well_formed_through_every_pass():
             x = x + rnn.gelu(rnn.layer_norm(x, g, b) @ w)
         return x
 
-    traced = layer.lower()
+    traced = layer.trace()
     mod = default_pipeline("llvm", verify=True)(traced)
     kernels = mod.kernels()
     assert sorted(kernels) == ["add", "gelu", "layer_norm", "matmul"]

@@ -14,13 +14,14 @@ from relaxjax.trace.context import TraceState, current
 from relaxjax.trace.function import Traced, trace_function
 from relaxjax.trace.match_cast import match_cast
 from relaxjax.trace.spec import ParamSpec
-from relaxjax.trace.tracer import Tracer, emit
+from relaxjax.trace.tracer import Tracer, constant, emit
 
 __all__ = [
     "ParamSpec",
     "TraceState",
     "Traced",
     "Tracer",
+    "constant",
     "current",
     "emit",
     "match_cast",

@@ -51,8 +51,15 @@ class CallPlan:
 class Signature:
     """The parameters of a function to trace, with their declared specs."""
 
-    def __init__(self, fn: Callable, name: str, static_argnames: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        name: str,
+        static_argnames: Sequence[str] = (),
+        localns: Mapping[str, object] | None = None,
+    ) -> None:
         self.name = name
+        self._localns = dict(localns or {})
         self.signature = inspect.signature(fn)
         self.static_argnames = frozenset(static_argnames)
         unknown = sorted(self.static_argnames - set(self.signature.parameters))
@@ -85,6 +92,7 @@ class Signature:
 
     def _evaluate(self, param: str, text: str) -> object:
         scope = dict(getattr(self._fn, "__globals__", {}))
+        scope.update(self._localns)  # names local to where the function was decorated
         closure = inspect.getclosurevars(self._fn) if inspect.isfunction(self._fn) else None
         if closure is not None:
             scope.update(closure.nonlocals)

@@ -346,6 +346,15 @@ def emit(op_name: str, args: Sequence[object], attrs: object = None) -> Tracer |
     return wrap(trace, var, location)
 
 
+def constant(value: np.ndarray) -> Tracer | np.ndarray:
+    """``value`` as a traced constant inside a trace (returned unchanged outside one)."""
+    trace = current()
+    if trace is None:
+        return value
+    location = user_location(2)
+    return wrap(trace, trace.builder.emit(Constant(value), location=location), location)
+
+
 def wrap(trace: TraceState, var: Var, location: SourceLocation | None) -> Tracer | tuple:
     """A tracer for ``var``, or a tuple of tracers (one binding each) for a tuple value."""
     info = var.info

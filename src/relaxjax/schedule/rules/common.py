@@ -1,0 +1,97 @@
+"""Small scheduling steps the CPU rules share.
+
+Each takes a :class:`~relaxjax.schedule.Schedule` and handles, applies primitives,
+and leaves the kernel's meaning unchanged (the primitives check that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from relaxjax import arith
+from relaxjax.errors import ScheduleError
+from relaxjax.schedule.handles import BlockRV, LoopRV
+from relaxjax.schedule.rules.bounds import tighten_loops
+from relaxjax.schedule.rules.flatten import lower_blocks
+from relaxjax.schedule.rules.staging import stage
+from relaxjax.schedule.schedule import Schedule
+from relaxjax.tir.analysis import iter_blocks
+from relaxjax.tir.function import PrimFunc
+
+__all__ = [
+    "block_names",
+    "finish",
+    "new_blocks",
+    "schedule_spatial",
+    "try_stage",
+]
+
+
+def block_names(sch: Schedule) -> list[str]:
+    """The names of the kernel's blocks (not the root), in program order."""
+    return [r.block.name for r in iter_blocks(sch.func.body) if r.block.iter_vars]
+
+
+def new_blocks(before: Sequence[str], sch: Schedule) -> list[str]:
+    """Blocks of ``sch`` that were not in ``before`` (e.g. the copies a peel made)."""
+    seen = set(before)
+    return [name for name in block_names(sch) if name not in seen]
+
+
+def _extent(sch: Schedule, loop: LoopRV) -> arith.Dim:
+    return sch.get_loop_node(loop).extent
+
+
+def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 4096) -> None:
+    """An elementwise/injective block: innermost loop vectorised, the outer loops fused
+    into one parallel loop (a lone loop is split into parallel chunks of ``chunk``).
+
+    Before / after for a ``(n, 768)`` elementwise block::
+
+        for i0 in range(n):                  for i0 in parallel(n):
+            for i1 in range(768):     ->         for i1 in vectorized(768):
+    """
+    loops = list(sch.get_loops(block))
+    if not loops:
+        return
+    loops = _merge_short_inner(sch, loops, lanes)
+    inner = loops[-1]
+    if len(loops) == 1:
+        extent = _extent(sch, inner)
+        if arith.compare(extent, "<=", chunk) is True:
+            sch.vectorize(inner)
+            return
+        outer, inner = sch.split(inner, factors=[None, chunk])
+        sch.vectorize(inner)
+        sch.parallel(outer)
+        return
+    sch.vectorize(inner)
+    outer = loops[:-1]
+    fused = outer[0] if len(outer) == 1 else sch.fuse(*outer)
+    sch.parallel(fused)
+
+
+def _merge_short_inner(sch: Schedule, loops: list[LoopRV], lanes: int) -> list[LoopRV]:
+    """Fuse the innermost loops while the innermost one is a short constant loop, so
+    the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``)."""
+    while len(loops) >= 2:
+        extent = _extent(sch, loops[-1])
+        if not isinstance(extent, int) or extent >= 4 * lanes:
+            break
+        fused = sch.fuse(loops[-2], loops[-1])
+        loops = loops[:-2] + [fused]
+    return loops
+
+
+def try_stage(func: PrimFunc, loop: LoopRV | str, buffer: str) -> PrimFunc:
+    """``stage(func, loop, buffer)`` when it applies, else ``func`` unchanged."""
+    name = loop if isinstance(loop, str) else loop.name
+    try:
+        return stage(func, name, buffer)
+    except ScheduleError:
+        return func
+
+
+def finish(sch: Schedule) -> PrimFunc:
+    """The scheduled kernel with blocks lowered and loop guards moved into bounds."""
+    return tighten_loops(lower_blocks(sch.func))

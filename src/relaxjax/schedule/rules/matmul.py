@@ -1,0 +1,151 @@
+"""The CPU rule for (batched) matrix products, for any M, N, K, symbolic or not.
+
+Two schedules of the same kernel, chosen at run time by the number of rows ``m``:
+
+**Tiled** (``m >= rows``): per panel of ``cols`` columns (one thread's work), the
+panel of ``B`` is packed contiguously (``B_local``: ``k x cols``, read from cache by
+every row block); per block of ``rows`` rows, a ``rows x cols`` register tile
+(``C_local``) accumulates the whole reduction — the k loop's body is ``rows``
+broadcasts of ``A``, ``cols / lanes`` vector loads of the packed panel and
+``rows * cols / lanes`` vector multiply-adds — and is stored once::
+
+    for j_0 in parallel(n // 32):                           # one panel per thread chunk
+        B_local[k, 32] = B[:, j_0 * 32 : j_0 * 32 + 32]     # packed panel
+        for i_0 in range(m // 6):
+            C_local[6, 32] = C[i_0 * 6 : ..., j_0 * 32 : ...]
+            for k_1 in range(k):
+                for i_1 in unrolled(6):
+                    for j_1 in vectorized(32):
+                        C_local[i_1, j_1] = C_local[i_1, j_1] + A[i_0 * 6 + i_1, k_1] * B_local[k_1, j_1]
+            C[...] = C_local
+        for i_tail in range(m % 6): ...                     # leftover rows: 1 x 32 tiles
+    for j_tail in range(n % 32): ...                        # leftover columns
+
+**Row by row** (``m < rows``, e.g. one token of a language model): each row of the
+result is a vector-matrix product; the columns are split into chunks of
+``gemv_block`` that run in parallel, each accumulating in a local vector while the
+rows of ``B`` stream through once.
+
+Leading batch loops stay outermost. Float32 accumulates in float32 with separate
+multiply and add (the backend's strict IEEE semantics; no fused multiply-add), in
+``k`` order, so results equal the unscheduled kernel's except that the reduction
+may run in a different order (tails).
+"""
+
+from __future__ import annotations
+
+from relaxjax import arith, dtypes
+from relaxjax.schedule.handles import BlockRV, LoopRV
+from relaxjax.schedule.rules.common import (
+    block_names,
+    finish,
+    new_blocks,
+    schedule_spatial,
+    try_stage,
+)
+from relaxjax.schedule.rules.patterns import MatmulMatch, match_matmul
+from relaxjax.schedule.rules.target import CpuParams, cpu_params
+from relaxjax.schedule.rules.variants import choose
+from relaxjax.schedule.schedule import Schedule
+from relaxjax.tir.expr import IndexExpr, binop
+from relaxjax.tir.function import PrimFunc
+
+__all__ = ["matmul_rule"]
+
+
+def _schedule_init(sch: Schedule, match: MatmulMatch, lanes: int) -> None:
+    if match.init is not None:
+        schedule_spatial(sch, sch.get_block(match.init.name), lanes)
+
+
+def _decompose(sch: Schedule, block: BlockRV, loop: LoopRV, lanes: int) -> None:
+    """Split the block's init off before ``loop`` and vectorise it."""
+    if sch.get_block_node(block).init is None:
+        return
+    init = sch.decompose_reduction(block, loop)
+    loops = sch.get_loops(init)
+    if loops:
+        sch.vectorize(loops[-1])
+
+
+def _row_tail(sch: Schedule, name: str, lanes: int) -> LoopRV:
+    """The leftover rows of a panel: ``1 x cols`` tiles; returns the row loop."""
+    block = sch.get_block(name)
+    row, col, red = sch.get_loops(block)[-3:]
+    sch.reorder(row, red, col)
+    _decompose(sch, block, red, lanes)
+    sch.vectorize(col)
+    return row
+
+
+def _column_tail(sch: Schedule, name: str, lanes: int) -> LoopRV:
+    """The leftover columns: each row accumulates a short vector; returns the row loop."""
+    block = sch.get_block(name)
+    col, row, red = sch.get_loops(block)[-3:]
+    sch.reorder(row, red, col)
+    _decompose(sch, block, red, lanes)
+    sch.vectorize(col)
+    sch.parallel(row)
+    return row
+
+
+def _tiled(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
+    lanes = params.lanes(match.output.dtype)
+    rows, cols = params.matmul_rows, lanes * params.matmul_vectors
+    sch = Schedule(func)
+    block = sch.get_block(match.update.name)
+    *_, i, j, k = sch.get_loops(block)
+    sch.reorder(j, i, k)
+    before = block_names(sch)
+    jo, ji = sch.split(j, factors=[None, cols], tail="peel")
+    column_tail = new_blocks(before, sch)
+    sch.reorder(jo, i, ji, k)
+    before = block_names(sch)
+    io, ii = sch.split(i, factors=[None, rows], tail="peel")
+    row_tail = new_blocks(before, sch)
+    sch.reorder(io, k, ii, ji)
+    _decompose(sch, block, k, lanes)
+    sch.unroll(ii)
+    sch.vectorize(ji)
+    tail_rows = [_row_tail(sch, name, lanes) for name in row_tail]
+    tail_cols = [_column_tail(sch, name, lanes) for name in column_tail]
+    sch.parallel(jo)
+    _schedule_init(sch, match, lanes)
+    kernel = finish(sch)
+    for operand in match.right_operands:
+        kernel = try_stage(kernel, jo, operand.name)
+    for loop in (io, *tail_rows, *tail_cols):
+        kernel = try_stage(kernel, loop, match.output.name)
+    return kernel
+
+
+def _row_by_row(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
+    lanes = params.lanes(match.output.dtype)
+    sch = Schedule(func)
+    block = sch.get_block(match.update.name)
+    *_, i, j, k = sch.get_loops(block)
+    jo, ji = sch.split(j, factors=[None, params.gemv_block])
+    sch.reorder(i, jo, k, ji)
+    _decompose(sch, block, k, lanes)
+    sch.vectorize(ji)
+    sch.parallel(jo)
+    _schedule_init(sch, match, lanes)
+    return try_stage(finish(sch), jo, match.output.name)
+
+
+def matmul_rule(func: PrimFunc, target: object = "llvm") -> PrimFunc | None:
+    """Schedule a floating-point (batched) matrix product (see the module doc); None
+    when ``func`` is not one."""
+    match = match_matmul(func)
+    if match is None or not dtypes.is_floating(match.output.dtype):
+        return None
+    params = cpu_params(target)
+    lanes = params.lanes(match.output.dtype)
+    cols = lanes * params.matmul_vectors
+    m, n = match.i.extent, match.j.extent
+    if arith.compare(n, "<", cols) is True or arith.compare(m, "<", params.matmul_rows) is True:
+        return _row_by_row(func, match, params)
+    if arith.compare(m, ">=", params.matmul_rows) is True:
+        return _tiled(func, match, params)
+    many_rows = binop(">=", IndexExpr(m), params.matmul_rows)
+    return choose(many_rows, _tiled(func, match, params), _row_by_row(func, match, params))
