@@ -530,7 +530,13 @@ def test_keyword_arguments_with_defaults():
         (lambda m, x: x.astype("bfloat16") + 1.0, ["float32"], "bfloat16"),
         (lambda m, x: m.np.sqrt(x), ["int32"], "float32"),
         (lambda m, x: m.np.sqrt(x), ["int64"], "float64"),
-        (lambda m, x: m.np.sqrt(x), ["int8"], "float16"),
+        (lambda m, x: m.np.sqrt(x), ["int8"], "float32"),
+        (lambda m, x: x * 2.0, ["bfloat16"], "bfloat16"),
+        (lambda m, x: x * 2, ["int8"], "int8"),
+        (lambda m, x: x * 1.5, ["bool"], "float64"),
+        (lambda m, x: x * np.float32(2), ["float16"], "float32"),
+        (lambda m, x: x + np.int64(1), ["int32"], "int64"),
+        (lambda m, x: 2**x, ["int32"], "int32"),
     ],
 )
 def test_dtype_results_follow_jax_with_x64(body, specs, dtype):
@@ -1050,7 +1056,14 @@ def _jax_function(module: str, name: str):
 
 OP_PARAMS = [("numpy", n) for n in NUMPY_NAMES] + [("nn", n) for n in NN_NAMES]
 # jax parameters about placement/sharding or private plumbing: not part of the numerics
-_IGNORED_JAX_PARAMS = {"out_sharding", "device", "precision", "preferred_element_type"}
+_IGNORED_JAX_PARAMS = {
+    "out",
+    "out_sharding",
+    "device",
+    "precision",
+    "preferred_element_type",
+    "implementation",
+}
 
 
 def _signatures(module, name):
@@ -2093,3 +2106,213 @@ def test_scheduled_kernel_plugs_back_into_the_graph_program():
     sch.parallel(io)
     new_mod = schedule.replace_kernel(mod, "matmul", sch.func)
     assert "parallel" in str(new_mod.kernels()["matmul"])
+
+
+# ======================================================== demanding-user edge cases
+
+
+def test_tracer_array_methods_like_jax():
+    methods = {
+        "sum": lambda x: x.sum(axis=1),
+        "mean": lambda x: x.mean(axis=-1, keepdims=True),
+        "max": lambda x: x.max(),
+        "min": lambda x: x.min(axis=0),
+        "var": lambda x: x.var(axis=0),
+        "argmax": lambda x: x.argmax(axis=1),
+        "transpose": lambda x: x.transpose(1, 0),
+        "squeeze": lambda x: x[None].squeeze(0),
+        "swapaxes": lambda x: x.swapaxes(0, 1),
+        "cumsum": lambda x: x.cumsum(axis=0),
+        "clip": lambda x: x.clip(-0.5, 0.5),
+        "pos_abs_invert": lambda x: (+x, abs(x), ~(x > 0)),
+        "and_or": lambda x: ((x > 0) & (x < 1), (x > 1) | (x < -1)),
+    }
+    x = f32(3, 4, seed=40)
+    for name, fn in methods.items():
+        assert_same_tree(relax.jit(fn)(x), fn(jnp.asarray(x)), rtol=1e-5, atol=1e-6), name
+
+
+def test_numpy_arrays_on_the_left_of_tracer_operators():
+    w = f32(4, 3, seed=41)
+    b = f32(3, seed=42)
+
+    def fn(x):
+        return (w.T @ x.T).T + b, b * x[:, :3], b - x[:, 1:], np.float32(2.0) / (abs(x) + 1)
+
+    x = f32(2, 4, seed=43)
+    assert_same_tree(relax.jit(fn)(x), fn(jnp.asarray(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_captured_constants_of_every_dtype():
+    consts = {
+        d: rand((3,), d, 0, 3, seed=44) for d in ("float16", "bfloat16", "int8", "bool", "uint8")
+    }
+
+    def fn(x):
+        return tuple(x + c for c in consts.values())
+
+    x = f32(3, seed=45)
+    assert_same_tree(relax.jit(fn)(x), fn(jnp.asarray(x)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a: a.T,
+        lambda a: a[::2],
+        lambda a: a[:, ::-1],
+        lambda a: np.asfortranarray(a),
+        lambda a: np.broadcast_to(a[:1], a.shape),
+    ],
+    ids=["transposed", "strided", "negative-stride", "fortran", "zero-stride"],
+)
+def test_non_contiguous_inputs_give_correct_results(make):
+    base = f32(6, 6, seed=46)
+    arg = make(base)
+    fn = lambda x: x * 2.0 + x.sum(axis=0)  # noqa: E731
+    assert_same_array(relax.jit(fn)(arg), fn(jnp.asarray(arg)), rtol=1e-5, atol=1e-5)
+
+
+def test_bfloat16_and_float16_arrays_in_and_out():
+    for dtype in ("bfloat16", "float16"):
+        x = rand((4, 5), dtype, seed=47)
+        check_against_jax(lambda m, a: m.nn.softmax(a * 2.0, axis=-1) + a, x, rtol=2e-2, atol=2e-2)
+
+
+def test_python_scalars_as_jit_arguments_are_weak_like_jax():
+    fn = lambda x, s: x * s  # noqa: E731
+    x = f32(3, seed=48)
+    got = relax.jit(fn)(x, 2.5)
+    assert_same_array(got, jax.jit(fn)(jnp.asarray(x), 2.5))
+    got = relax.jit(fn)(rand((3,), "int32", seed=49), 3)
+    assert_same_array(got, jax.jit(fn)(jnp.asarray(rand((3,), "int32", seed=49)), 3))
+
+
+def test_zero_dimensional_inputs_and_outputs():
+    fn = lambda x, y: (x * y, (x * y).sum())  # noqa: E731
+    x, y = np.array(3.0, np.float32), f32(4, seed=50)
+    assert_same_tree(relax.jit(fn)(x, y), fn(jnp.asarray(x), jnp.asarray(y)), rtol=1e-5, atol=1e-5)
+
+
+def test_outputs_that_alias_inputs_or_each_other():
+    fn = lambda x: (x, x, x + 1.0)  # noqa: E731
+    x = f32(3, seed=51)
+    got = relax.jit(fn)(x)
+    assert_same_tree(got, fn(jnp.asarray(x)))
+    got[0][0] = 100.0 if np.asarray(got[0]).flags.writeable else got[0][0]
+    assert x[0] != 100.0, "an output aliases the caller's input array"
+
+
+def test_output_of_constants_only():
+    fn = lambda x: (rnp.zeros((2, 3)), rnp.arange(4) * 2, x)  # noqa: E731
+    got = relax.jit(fn)(f32(1))
+    assert_same_array(got[0], jnp.zeros((2, 3)))
+    assert_same_array(got[1], jnp.arange(4) * 2)
+
+
+def test_integer_overflow_wraps_like_jax():
+    fn = lambda x, y: (x + y, x * y, -x)  # noqa: E731
+    x = np.array([100, -128, 127], np.int8)
+    y = np.array([100, -1, 2], np.int8)
+    assert_same_tree(relax.jit(fn)(x, y), fn(jnp.asarray(x), jnp.asarray(y)))
+
+
+def test_nan_and_inf_propagate_like_jax():
+    x = np.array([np.nan, 1.0, -np.inf, np.inf, 0.0], np.float32)
+    y = np.array([1.0, np.nan, 2.0, -1.0, -0.0], np.float32)
+    body = lambda m, a, b: (  # noqa: E731
+        m.np.maximum(a, b),
+        m.np.minimum(a, b),
+        m.nn.relu(a),
+        m.np.exp(a),
+        m.np.max(a),
+        a > b,
+        m.np.where(a == a, a, 0.0),
+    )
+    check_against_jax(body, x, y)
+
+
+def test_softmax_of_fully_masked_row_like_jax():
+    x = f32(2, 3, 4, seed=52)
+    mask = np.ones((2, 1, 4), bool)
+    mask[0] = False
+    check_against_jax(lambda m, a, w: m.nn.softmax(a, axis=-1, where=w), x, mask)
+
+
+def test_medium_sizes_reach_vectorized_and_parallel_paths():
+    def body(m, x, w, g, b):
+        h = m.nn.softmax(x @ w, axis=-1) * 64.0
+        return m.nn.layer_norm(h, g, b) if m is R else _jax_layer_norm(h, g, b, 1e-5)
+
+    args = (
+        f32(67, 129, seed=53),
+        f32(129, 257, seed=54) * 0.1,
+        f32(257, seed=55),
+        f32(257, seed=56),
+    )
+    check_against_jax(body, *args, rtol=2e-4, atol=2e-4)
+
+
+def test_float16_sum_accumulates_like_jax():
+    x = rand((4096,), "float16", 0.0, 1.0, seed=57)
+    check_against_jax(lambda m, a: (m.np.sum(a), m.np.mean(a)), x, rtol=2e-3, atol=1e-1)
+
+
+def test_large_float32_reduction_accuracy():
+    x = f32(100_000, low=0.0, high=1.0, seed=58)
+    check_against_jax(
+        lambda m, a: (m.np.sum(a), m.np.mean(a), m.np.var(a)), x, rtol=1e-5, atol=1e-3
+    )
+
+
+def test_keyword_only_parameters_and_eval_shape_with_keyword_specs():
+    def fn(x, *, scale):
+        return x * scale
+
+    spec = relax.eval_shape(fn, relax.Tensor(("n",), "float32"), scale=relax.Tensor((), "float32"))
+    assert spec == relax.Tensor(("n",), "float32")
+    x = f32(3, seed=59)
+    np.testing.assert_allclose(relax.jit(fn)(x, scale=np.float32(2)), x * 2)
+
+
+def test_annotation_with_derived_dim_is_checked_at_run_time():
+    @relax.jit
+    def f(x: relax.Tensor(("n", "n*2"), "float32")):
+        return x.sum(axis=1)
+
+    np.testing.assert_allclose(f(np.ones((3, 6), np.float32)), np.full(3, 6.0))
+    with pytest.raises(relax.ShapeError) as info:
+        f(np.ones((3, 5), np.float32))
+    text = message_of(info)
+    assert "'x'" in text and "axis 1" in text and "6" in text and "5" in text
+
+
+def test_symbolic_comparison_in_python_control_flow_is_inconclusive():
+    def fn(x):
+        return x * 2.0 if x.shape[0] > 2 else x
+
+    with pytest.raises(relax.InconclusiveShapeError):
+        relax.eval_shape(fn, relax.Tensor(("n",), "float32"))
+    # concrete shapes decide it
+    assert relax.eval_shape(fn, relax.Tensor((3,), "float32")) == relax.Tensor((3,), "float32")
+
+
+def test_symbolic_arange_and_causal_mask():
+    @relax.jit
+    def f(x: relax.Tensor(("t", "t"), "float32")):
+        t = x.shape[0]
+        mask = rnp.arange(t)[:, None] >= rnp.arange(t)[None, :]
+        return rnp.where(mask, x, -1.0), rnp.tril(rnp.ones((t, t), "bool"))
+
+    for size in (1, 5):
+        x = f32(size, size, seed=60 + size)
+        got = f(x)
+        np.testing.assert_array_equal(got[0], np.where(np.tri(size, dtype=bool), x, -1.0))
+        np.testing.assert_array_equal(got[1], np.tri(size, dtype=bool))
+    assert f.cache_size() == 1
+
+
+def test_jit_of_jitted_function_inlines():
+    inner = relax.jit(lambda x: x + 1.0)
+    outer = relax.jit(lambda x: inner(x) * 2.0)
+    np.testing.assert_allclose(outer(np.zeros(2, np.float32)), [2.0, 2.0])

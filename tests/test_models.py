@@ -14,15 +14,6 @@ D, HEADS, HIDDEN = 32, 4, 64
 HEAD_DIM = D // HEADS
 
 
-def _attention():
-    """relaxjax.nn.dot_product_attention (the public re-export may land after this test)."""
-    if hasattr(rnn, "dot_product_attention"):
-        return rnn.dot_product_attention
-    from relaxjax._nn_attention import dot_product_attention
-
-    return dot_product_attention
-
-
 def _params(rng: np.random.Generator, shapes: dict) -> dict:
     return {
         name: (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
@@ -125,7 +116,7 @@ def gpt_block(
     b2: _spec("b2"),
 ):
     p = dict(zip(NAMES, (wq, wk, wv, wo, w_fc, w_proj, g1, b1, g2, b2)))
-    return block(x, p, RELAX_NN, _attention())
+    return block(x, p, RELAX_NN, rnn.dot_product_attention)
 
 
 @pytest.fixture(scope="module")

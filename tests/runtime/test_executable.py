@@ -525,6 +525,4 @@ def test_match_cast_checks_declared_bounds():
     np.testing.assert_array_equal(exe(np.ones(2, np.float32))[0], [-1, -1])
     with pytest.raises(ShapeError) as err:
         exe(np.ones(1, np.float32))
-    assert str(err.value) == (
-        "match_cast axis 0: c = 1 is outside its declared range 2 <= c"
-    )
+    assert str(err.value) == ("match_cast axis 0: c = 1 is outside its declared range 2 <= c")

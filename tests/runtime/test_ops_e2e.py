@@ -10,7 +10,6 @@ with the op's own error, so the skip list is the list of missing lowerings.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,18 +26,6 @@ import relaxjax.numpy as rnp
 from relaxjax import ops
 from relaxjax.errors import LoweringError
 from relaxjax.runtime import build_executable
-
-
-def _nn_namespace():
-    """relaxjax.nn (its dot_product_attention re-export may land after this test)."""
-    if hasattr(rnn, "dot_product_attention"):
-        return rnn
-    from relaxjax._nn_attention import dot_product_attention
-
-    return types.SimpleNamespace(**vars(rnn), dot_product_attention=dot_product_attention)
-
-
-RNN = _nn_namespace()
 
 
 @dataclass(frozen=True)
@@ -181,7 +168,7 @@ def _jitted(case: Case, target: str = "llvm") -> relax.jit:
     exec(  # a function with annotated parameters, as users write them
         f"def program({', '.join(f'{p}: ann[{i}]' for i, p in enumerate(names))}):\n"
         f"    return fn(rnp, rnn, {', '.join(names)})\n",
-        {"ann": annotations, "fn": case.fn, "rnp": rnp, "rnn": RNN},
+        {"ann": annotations, "fn": case.fn, "rnp": rnp, "rnn": rnn},
         namespace,
     )
     return relax.jit(namespace["program"], target=target)

@@ -132,8 +132,8 @@ class ProgramWriter:
                 self._binding(binding)
         outputs = self._outputs(self.function.body.body)
         self._allocate(outputs)
-        for index, launch in enumerate(self.launches):
-            self._emit_launch(index, launch)
+        for launch in self.launches:
+            self._emit_launch(launch)
         self._emit_return(outputs)
         return self.writer.compile(f"run_{self.function.name}", params)
 
@@ -446,7 +446,7 @@ class ProgramWriter:
         function = self.writer.constant(launch.extern, "extern")
         self.writer.line(f"{function}({', '.join(refs + launch.symbols)})")
 
-    def _emit_launch(self, index: int, launch: _Launch) -> None:
+    def _emit_launch(self, launch: _Launch) -> None:
         if launch.extern is not None:
             self._emit_extern(launch)
             return

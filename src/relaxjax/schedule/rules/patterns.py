@@ -127,6 +127,7 @@ class MatmulMatch:
     update: Nest
     init: Nest | None
     output: Buffer
+    right_operands: tuple[Buffer, ...] = ()
 
     @property
     def batch(self) -> tuple[For, ...]:
@@ -167,22 +168,26 @@ def _symbols_of(load: BufferLoad) -> set[str] | None:
     return names
 
 
-def _operands_fit(rhs: object, vi: str, vj: str, vk: str, batch: set[str]) -> bool:
-    """Every load of the product reads at (batch, i, k) or at (batch, k, j), and both occur."""
+def _right_operands(
+    rhs: object, vi: str, vj: str, vk: str, batch: set[str]
+) -> tuple[Buffer, ...] | None:
+    """The buffers read at (batch, k, j) when every load of the product reads at
+    (batch, i, k) or at (batch, k, j) and both kinds occur; None otherwise."""
     finder = _Loads()
     finder.visit_expr(rhs)
-    left = right = False
+    left, right = False, []
     for load in finder.loads:
         names = _symbols_of(load)
         if names is None or vk not in names:
-            return False
+            return None
         if names <= batch | {vi, vk} and vj not in names:
             left = True
         elif names <= batch | {vk, vj} and vi not in names:
-            right = True
+            if load.buffer not in right:
+                right.append(load.buffer)
         else:
-            return False
-    return left and right
+            return None
+    return tuple(right) if left and right else None
 
 
 def _update_store(block: Block) -> BufferStore | None:
@@ -228,7 +233,8 @@ def match_matmul(func: PrimFunc) -> MatmulMatch | None:
         return None
     names = [iv.var.name for iv in block.iter_vars]
     batch, (vi, vj, vk) = set(names[:-3]), names[-3:]
-    if not _operands_fit(store.value.b, vi, vj, vk, batch):
+    right = _right_operands(store.value.b, vi, vj, vk, batch)
+    if right is None:
         return None
     init = None
     if len(nests) == 2:
@@ -237,4 +243,4 @@ def match_matmul(func: PrimFunc) -> MatmulMatch | None:
         init = nests[0]
     elif block.init is None:
         return None
-    return MatmulMatch(update, init, store.buffer)
+    return MatmulMatch(update, init, store.buffer, right)

@@ -205,6 +205,8 @@ def _any_runs(accesses: Sequence[_Access]) -> PrimExpr | None:
 def _first_statement_writes_all(body: Stmt, buffer: Buffer, hull: _Hull) -> bool:
     """True when the first statement of ``body`` that touches ``buffer`` is a plain loop
     nest storing the whole hull (every loop provably runs) without reading ``buffer``."""
+    while isinstance(body, Allocate):
+        body = body.body
     parts = body.stmts if isinstance(body, SeqStmt) else (body,)
     for part in parts:
         accesses, _ = _accesses(part, buffer)
