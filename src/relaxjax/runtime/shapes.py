@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
 
-from relaxjax import ops
+from relaxjax import arith, ops
 from relaxjax.arith import Dim
 from relaxjax.errors import LoweringError, ShapeError, SourceLocation
 from relaxjax.ir import (
@@ -118,7 +119,7 @@ def concrete_infer(
         concrete = iter(shapes)
         infos = [concretize(info, concrete, env) for info in arg_infos]
         ctx = InferContext(op.name, infos, location)
-        result = op.infer(infos, op_attrs, ctx)
+        result = op.infer(infos, concrete_attrs(op_attrs, env), ctx)
         leaves = tensor_leaves(result, op.name)
         if len(leaves) != num_leaves or any(
             leaf.shape is None or not all(isinstance(d, int) for d in leaf.shape) for leaf in leaves
@@ -129,6 +130,28 @@ def concrete_infer(
         return tuple(leaf.shape for leaf in leaves)
 
     return infer
+
+
+def concrete_attrs(attrs: object, env: Mapping[str, int]) -> object:
+    """``attrs`` (an op's frozen dataclass) with every symbolic dim in it evaluated in ``env``."""
+    if attrs is None or not any(_has_dims(getattr(attrs, f.name)) for f in fields(attrs)):
+        return attrs
+    changes = {f.name: _concrete_value(getattr(attrs, f.name), env) for f in fields(attrs)}
+    return replace(attrs, **changes)
+
+
+def _has_dims(value: object) -> bool:
+    if isinstance(value, arith.Expr):
+        return True
+    return isinstance(value, tuple) and any(_has_dims(v) for v in value)
+
+
+def _concrete_value(value: object, env: Mapping[str, int]) -> object:
+    if isinstance(value, arith.Expr):
+        return arith.evaluate(value, env)
+    if isinstance(value, tuple):
+        return tuple(_concrete_value(v, env) for v in value)
+    return value
 
 
 def concretize(info: StructInfo, shapes, env: Mapping[str, int]) -> StructInfo:
