@@ -23,30 +23,26 @@ from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
+from relaxjax.ops.arg_reduction import ArgReduceAttrs
+from relaxjax.ops.axes import normalize_axes
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.index import StridedSliceAttrs, TakeAttrs
+from relaxjax.ops.join import AxisAttrs, SplitAttrs
 from relaxjax.ops.linalg import EinsumAttrs
 from relaxjax.ops.manipulate import (
-    AxisAttrs,
     BroadcastToAttrs,
     ExpandDimsAttrs,
-    PadAttrs,
     ReshapeAttrs,
-    SplitAttrs,
     SqueezeAttrs,
     SwapaxesAttrs,
     TransposeAttrs,
-    TriangleAttrs,
     swap_permutation,
 )
-from relaxjax.ops.reduction import (
-    AccumulateAttrs,
-    ArgReduceAttrs,
-    CumsumAttrs,
-    ReduceAttrs,
-    VarAttrs,
-    normalize_axes,
-)
+from relaxjax.ops.pad import PadAttrs
+from relaxjax.ops.reduction import AccumulateAttrs, ReduceAttrs
+from relaxjax.ops.scan import CumsumAttrs
+from relaxjax.ops.statistics import VarAttrs
+from relaxjax.ops.triangle import TriangleAttrs
 from relaxjax.trace import Tracer, emit
 
 __all__ = [

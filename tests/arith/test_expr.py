@@ -278,3 +278,11 @@ def test_mixed_bounds_simplify_with_the_bounds_of_their_symbol():
     small = sym("u", upper=7)
     assert small % 8 == small
     assert str(sym("u") % 8) == "u % 8"
+
+
+def test_index_raises_a_type_error_saying_what_to_do():
+    n = sym("n")
+    with pytest.raises(TypeError, match=r"symbolic dim n \+ 1 .*relaxjax.numpy.asarray"):
+        np.ones(4)[: n + 1]
+    with pytest.raises(TypeError, match="symbolic dim n has no value"):
+        range(n)

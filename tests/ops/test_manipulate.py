@@ -17,19 +17,18 @@ from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.ir import TensorInfo, TupleInfo
 from relaxjax.ops import get
+from relaxjax.ops.join import AxisAttrs, SplitAttrs
 from relaxjax.ops.manipulate import (
-    AxisAttrs,
     BroadcastToAttrs,
     ExpandDimsAttrs,
-    PadAttrs,
     ReshapeAttrs,
-    SplitAttrs,
     SqueezeAttrs,
     SwapaxesAttrs,
     TransposeAttrs,
-    TriangleAttrs,
     divide_exactly,
 )
+from relaxjax.ops.pad import PadAttrs
+from relaxjax.ops.triangle import TriangleAttrs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from oracle import (  # noqa: E402

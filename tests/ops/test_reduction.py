@@ -16,13 +16,10 @@ from relaxjax import arith
 from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import get
-from relaxjax.ops.reduction import (
-    AccumulateAttrs,
-    ArgReduceAttrs,
-    CumsumAttrs,
-    ReduceAttrs,
-    VarAttrs,
-)
+from relaxjax.ops.arg_reduction import ArgReduceAttrs
+from relaxjax.ops.reduction import AccumulateAttrs, ReduceAttrs
+from relaxjax.ops.scan import CumsumAttrs
+from relaxjax.ops.statistics import VarAttrs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from oracle import (  # noqa: E402

@@ -230,6 +230,15 @@ class Expr:
             )
         return answer
 
+    def __index__(self) -> int:
+        # numpy calls this for `array[:n]`, `np.zeros((n,))`, `range(n)`: say what to do
+        # instead of numpy's generic "slice indices must be integers".
+        raise TypeError(
+            f"the symbolic dim {self} has no value while tracing, so it cannot be used as a "
+            "Python int (e.g. to slice or size a numpy array); wrap the array with "
+            "relaxjax.numpy.asarray(...) or use relaxjax.numpy functions instead"
+        )
+
     # substitution and evaluation ----------------------------------------------------
 
     def subs(self, mapping: Mapping[str | Sym, Dim]) -> Dim:

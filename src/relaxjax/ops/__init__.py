@@ -5,15 +5,25 @@ Importing the package registers every op; look them up with :func:`get` and
 """
 
 from relaxjax.ops import (
+    arg_reduction,
     attention,
+    attr_checks,
+    axes,
+    binary,
     creation,
     elementwise,
     index,
+    join,
     kernel,
     linalg,
     manipulate,
     nn,
+    pad,
     reduction,
+    scan,
+    statistics,
+    triangle,
+    unary,
 )
 from relaxjax.ops.base import (
     PATTERNS,
@@ -32,15 +42,25 @@ from relaxjax.ops.base import (
 )
 
 __all__ = [
+    "arg_reduction",
     "attention",
+    "attr_checks",
+    "axes",
+    "binary",
     "creation",
     "elementwise",
     "index",
+    "join",
     "kernel",
     "linalg",
     "manipulate",
     "nn",
+    "pad",
     "reduction",
+    "scan",
+    "statistics",
+    "triangle",
+    "unary",
     "PATTERNS",
     "InferContext",
     "Op",

@@ -29,11 +29,11 @@ from relaxjax.ops.base import (
     info_text,
     register,
     require_equal,
+    require_one_or,
     tensor_args,
 )
 from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, index_dims, placeholders
-from relaxjax.ops.manipulate import require_one_or
-from relaxjax.ops.reduction import accumulator_dtype, when_nonempty
+from relaxjax.ops.reduction import accumulator_dtype, nonempty_stage, when_nonempty
 from relaxjax.tir import PrimExpr, PrimFunc, te
 from relaxjax.tir.expr import as_expr
 
@@ -268,12 +268,7 @@ def attention_kernel(
     empty = arith.compare(source, ">=", 1) is not True
     out = te.compute(query.shape, weighted, name=name if work == dtype and not empty else "acc")
     if work != dtype or empty:
-        zero = as_expr(0, work)
-
-        def finish(*i: object) -> PrimExpr:
-            return convert(when_nonempty(source, out[i], zero), dtype)
-
-        out = te.compute(query.shape, finish, name=name)
+        out = nonempty_stage(name, out, source, as_expr(0, work), dtype)
     return te.create_prim_func([*inputs, out], name=name)
 
 

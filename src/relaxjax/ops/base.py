@@ -205,6 +205,21 @@ def value_type(value: object) -> dtypes.Operand:
     return dtypes.canonical(np.asarray(value).dtype)
 
 
+def reference_dtype(value: object) -> str:
+    """The dtype of a reference input: a Python scalar takes its weak default dtype."""
+    return dtypes.result_type(value_type(value))
+
+
+def reference_input(value: object) -> np.ndarray:
+    """A reference input as an array of its :func:`reference_dtype`."""
+    return np.asarray(value, dtype=dtypes.to_numpy(reference_dtype(value)))
+
+
+def unsupported_dtype(op_name: str, dtype: str, accepted: str) -> TypeError:
+    """The ``TypeError`` for an operand dtype the op does not accept."""
+    return TypeError(f"{op_name} does not accept dtype {dtype}; expected {accepted}")
+
+
 def to_inexact(dtype: str) -> str:
     """The float dtype jax computes ``exp``/``divide``/``mean`` of ``dtype`` in.
 
@@ -220,6 +235,11 @@ def compute_dtype(dtype: str) -> np.dtype:
     if dtype in ("float16", "bfloat16"):
         return np.dtype("float32")
     return dtypes.to_numpy(dtype)
+
+
+def in_compute_dtype(value: object, dtype: str) -> np.ndarray:
+    """A reference operand converted to the numpy dtype ``dtype`` computes in."""
+    return np.asarray(value).astype(compute_dtype(dtype))
 
 
 def with_dtype(info: TensorInfo, dtype: str) -> TensorInfo:
@@ -337,6 +357,17 @@ def broadcast_to_shape(
         ctx.require(Check("eq", ((dim - 1) * (dim - wanted), 0), message))
 
 
+def require_one_or(ctx: InferContext, dim: Dim, target: Dim, message: str) -> None:
+    """Require ``dim == 1 or dim == target`` (one-sided broadcasting of ``dim`` to ``target``)."""
+    if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", target) is True:
+        return
+    if arith.compare(dim, "!=", 1) is True:
+        ctx.require(Check("eq", (dim, target), f"{ctx.op_name}: {message}"))
+        return
+    # (dim - 1) * (dim - target) == 0 holds exactly when dim is 1 or target
+    ctx.require(Check("eq", ((dim - 1) * (dim - target), 0), f"{ctx.op_name}: {message}"))
+
+
 def require_equal(ctx: InferContext, a: Dim, b: Dim, message: str) -> Dim:
     """Require ``a == b`` (proven, or checked at run time) and return ``a``."""
     ctx.require(Check("eq", (a, b), f"{ctx.op_name}: {message}"))
@@ -362,16 +393,21 @@ __all__ = [
     "broadcast_to_shape",
     "fail",
     "get",
+    "in_compute_dtype",
     "info_text",
     "normalize_axis",
     "num_elements",
     "operand_type",
     "promote_types",
+    "reference_dtype",
+    "reference_input",
     "register",
     "registry",
     "require_equal",
+    "require_one_or",
     "tensor_args",
     "to_inexact",
+    "unsupported_dtype",
     "value_type",
     "with_dtype",
 ]

@@ -66,6 +66,15 @@ def _identity(value: PrimExpr) -> PrimExpr:
     return value
 
 
+def _constant_kernel(
+    name: str, inputs: Sequence[te.Tensor], shape: Sequence[Dim], fill: int, dtype: str
+) -> PrimFunc:
+    """The kernel ``[*inputs, out]`` (inputs unread) writing ``fill`` to every element."""
+    value = convert(tir.const(fill, "int64"), dtype)
+    out = te.compute(shape, lambda *i: value, name=name)
+    return te.create_prim_func([*inputs, out], name=name)
+
+
 def as_dtype(info: StructInfo) -> str:
     """The dtype of a tensor (or scalar) info."""
     return as_tensor_info(info).dtype
@@ -118,9 +127,7 @@ class ConstantFill(Op):
     ) -> PrimFunc:
         """A kernel with no inputs writing ``fill`` everywhere."""
         shape = KernelDims().output_shape(out_info)
-        value = convert(tir.const(self.fill, "int64"), attrs.dtype)
-        out = te.compute(shape, lambda *i: value, name=self.name)
-        return te.create_prim_func([out], name=self.name)
+        return _constant_kernel(self.name, [], shape, self.fill, attrs.dtype)
 
 
 @register
@@ -217,6 +224,11 @@ class LikeAttrs:
             object.__setattr__(self, "shape", _canonical_shape(self.shape))
 
 
+def _like_dtype(attrs: LikeAttrs, like: dtypes.Operand) -> str:
+    """The dtype of a ``*_like`` result: the override, else the operand's."""
+    return attrs.dtype or dtypes.result_type(like)
+
+
 def _like_info(
     ctx: object, op_name: str, like: StructInfo, attrs: LikeAttrs, dtype: str
 ) -> TensorInfo:
@@ -244,12 +256,12 @@ class ConstantLike(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         tensor_args(self.name, args, 1)
-        dtype = attrs.dtype or dtypes.result_type(operand_type(args[0]))
+        dtype = _like_dtype(attrs, operand_type(args[0]))
         return _like_info(ctx, self.name, args[0], attrs, dtype)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (like,) = arrays
-        dtype = attrs.dtype or dtypes.result_type(value_type(like))
+        dtype = _like_dtype(attrs, value_type(like))
         shape = _like_shape(self.name, like, attrs)
         return np.full(shape, self.fill, dtype=dtypes.to_numpy(dtype))
 
@@ -260,9 +272,7 @@ class ConstantLike(Op):
         dims = KernelDims()
         (like,) = placeholders(dims, arg_infos, ("a",))
         shape = like.shape if attrs.shape is None else dims.output_shape(out_info)
-        value = convert(tir.const(self.fill, "int64"), as_dtype(out_info))
-        out = te.compute(shape, lambda *i: value, name=self.name)
-        return te.create_prim_func([like, out], name=self.name)
+        return _constant_kernel(self.name, [like], shape, self.fill, as_dtype(out_info))
 
 
 @register
@@ -292,7 +302,7 @@ class FullLike(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         _, fill = tensor_args(self.name, args, 2)
-        dtype = attrs.dtype or dtypes.result_type(operand_type(args[0]))
+        dtype = _like_dtype(attrs, operand_type(args[0]))
         like = _like_info(ctx, self.name, args[0], attrs, dtype)
         if like.shape is None:
             return like
@@ -300,7 +310,7 @@ class FullLike(Op):
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         like, fill = arrays
-        dtype = attrs.dtype or dtypes.result_type(value_type(like))
+        dtype = _like_dtype(attrs, value_type(like))
         return _fill_reference(fill, _like_shape(self.name, like, attrs), dtype)
 
     def lower(

@@ -29,29 +29,32 @@ import numpy as np
 from relaxjax import arith, dtypes, tir
 from relaxjax.errors import InconclusiveShapeError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo
+from relaxjax.ops.attr_checks import check_int
+from relaxjax.ops.axes import normalize_axes
 from relaxjax.ops.base import (
     InferContext,
     Op,
     info_text,
     normalize_axis,
     num_elements,
+    reference_input,
     register,
     tensor_args,
-    value_type,
 )
-from relaxjax.ops.kernel import KernelDims, convert, index_dims, placeholders
-from relaxjax.ops.manipulate import gather_kernel
-from relaxjax.ops.reduction import normalize_axes
+from relaxjax.ops.kernel import (
+    KernelDims,
+    convert,
+    gather_kernel,
+    index_dims,
+    placeholders,
+    single_input,
+)
 from relaxjax.tir import PrimExpr, PrimFunc, te
 from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 
 TAKE_MODES = ("fill", "clip", "wrap", "index")
-
-
-def _as_input(value: object) -> np.ndarray:
-    return np.asarray(value, dtype=dtypes.to_numpy(dtypes.result_type(value_type(value))))
 
 
 # --------------------------------------------------------------------------- take
@@ -65,8 +68,7 @@ class TakeAttrs:
     mode: str = "fill"
 
     def __post_init__(self) -> None:
-        if isinstance(self.axis, bool) or not isinstance(self.axis, int):
-            raise TypeError(f"TakeAttrs.axis must be an int, got {self.axis!r}")
+        check_int("TakeAttrs", "axis", self.axis)
         if self.mode not in TAKE_MODES:
             raise ValueError(f"take: mode must be one of {TAKE_MODES}, got {self.mode!r}")
 
@@ -111,7 +113,7 @@ class Take(Op):
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = TakeAttrs() if attrs is None else attrs
-        a = _as_input(arrays[0])
+        a = reference_input(arrays[0])
         indices = np.asarray(arrays[1]).astype(np.int64)
         axis = normalize_axis(self.name, attrs.axis, a.ndim)
         size = a.shape[axis]
@@ -293,8 +295,7 @@ class StridedSlice(Op):
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """``out[i] = x[start + i * step]`` on sliced axes, ``x[start]`` on dropped ones."""
-        dims = KernelDims()
-        (x,) = placeholders(dims, arg_infos[:1], ("x",))
+        dims, x = single_input(arg_infos)
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
         drop = set(normalize_axes(self.name, attrs.drop, x.ndim))
         starts: dict[int, Dim] = {}
@@ -317,7 +318,7 @@ class StridedSlice(Op):
         return gather_kernel(self.name, x, out_shape, source)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
-        x = _as_input(arrays[0])
+        x = reference_input(arrays[0])
         index: list[slice] = [slice(None)] * x.ndim
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
         for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):

@@ -163,6 +163,21 @@ def placeholders(
     ]
 
 
+def single_input(arg_infos: Sequence[StructInfo]) -> tuple[KernelDims, te.Tensor]:
+    """The kernel dims and the placeholder ``x`` of an op's first (only) operand."""
+    dims = KernelDims()
+    (x,) = placeholders(dims, arg_infos[:1], ("x",))
+    return dims, x
+
+
+def gather_kernel(
+    name: str, x: te.Tensor, shape: Sequence[Dim], source: Callable[..., Sequence[Dim]]
+) -> PrimFunc:
+    """The one-stage kernel ``[x, out]`` with ``out[i] = x[source(i)]`` (a copy)."""
+    out = te.compute(shape, lambda *i: x[tuple(source(index_dims(i)))], name=name)
+    return te.create_prim_func([x, out], name=name)
+
+
 def broadcast_kernel(
     name: str,
     arg_infos: Sequence[StructInfo],
@@ -191,6 +206,8 @@ __all__ = [
     "broadcast_indices",
     "broadcast_kernel",
     "convert",
+    "gather_kernel",
     "index_dims",
     "placeholders",
+    "single_input",
 ]

@@ -39,7 +39,7 @@ from relaxjax.ops.base import (
     value_type,
 )
 from relaxjax.ops.kernel import KernelDims, convert, placeholders
-from relaxjax.ops.reduction import accumulator_dtype, when_nonempty
+from relaxjax.ops.reduction import accumulator_dtype, nonempty_stage
 from relaxjax.tir import PrimExpr, PrimFunc, te
 from relaxjax.tir.expr import as_expr
 
@@ -469,12 +469,7 @@ def contraction_kernel(
 
     stage = te.compute(tuple(sizes[label] for label in output), body, name=stage_name)
     if not direct:
-        zero = as_expr(0, work)
-
-        def finish(*i: object) -> PrimExpr:
-            return convert(when_nonempty(count, stage[i], zero), out_dtype)
-
-        stage = te.compute(stage.shape, finish, name=name)
+        stage = nonempty_stage(name, stage, count, as_expr(0, work), out_dtype)
     return te.create_prim_func([*inputs, stage], name=name)
 
 

@@ -29,11 +29,12 @@ from relaxjax.ops.base import (
     register,
     tensor_args,
     to_inexact,
+    unsupported_dtype,
     value_type,
     with_dtype,
 )
-from relaxjax.ops.elementwise import OperandType, UnaryOp
-from relaxjax.ops.kernel import KernelDims, convert, placeholders
+from relaxjax.ops.kernel import KernelDims, convert, placeholders, single_input
+from relaxjax.ops.unary import FloatOnlyUnaryOp, FloatUnaryOp, OperandType, UnaryOp
 from relaxjax.tir import PrimExpr, PrimFunc, te
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
@@ -42,10 +43,6 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 def _erf(x: np.ndarray) -> np.ndarray:
     values = np.asarray(x)
     return np.asarray(_ERF(values.astype(np.float64)), dtype=np.float64).astype(values.dtype)
-
-
-def _reject(op_name: str, dtype: str, accepted: str) -> TypeError:
-    return TypeError(f"{op_name} does not accept dtype {dtype}; expected {accepted}")
 
 
 # --------------------------------------------------------------------------- activations
@@ -67,18 +64,8 @@ class Relu(UnaryOp):
         return tir.max(x, tir.const(0, x.dtype))
 
 
-class FloatOnlyUnary(UnaryOp):
-    """An activation defined on floating operands only (as jax's ``logistic``)."""
-
-    def input_dtype(self, x: OperandType) -> str:
-        dtype = dtypes.result_type(x)
-        if not dtypes.is_floating(dtype):
-            raise _reject(self.name, dtype, "a floating dtype")
-        return dtype
-
-
 @register
-class Sigmoid(FloatOnlyUnary):
+class Sigmoid(FloatOnlyUnaryOp):
     """``1 / (1 + exp(-x))``."""
 
     name = "sigmoid"
@@ -91,7 +78,7 @@ class Sigmoid(FloatOnlyUnary):
 
 
 @register
-class Silu(FloatOnlyUnary):
+class Silu(FloatOnlyUnaryOp):
     """``x * sigmoid(x)``."""
 
     name = "silu"
@@ -115,14 +102,11 @@ class GeluAttrs:
 
 
 @register
-class Gelu(UnaryOp):
+class Gelu(FloatUnaryOp):
     """The Gaussian error linear unit, as ``jax.nn.gelu``; integers compute in float."""
 
     name = "gelu"
     Attrs = GeluAttrs
-
-    def input_dtype(self, x: OperandType) -> str:
-        return to_inexact(dtypes.result_type(x))
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         if attrs.approximate:
@@ -178,7 +162,7 @@ class SoftmaxLike(Op):
     def result_dtype(self, x: OperandType) -> str:
         dtype = dtypes.result_type(x)
         if dtypes.is_bool(dtype):
-            raise _reject(self.name, dtype, "an integer or floating dtype")
+            raise unsupported_dtype(self.name, dtype, "an integer or floating dtype")
         return to_inexact(dtype)
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
@@ -210,7 +194,7 @@ class SoftmaxLike(Op):
 
         Half precisions accumulate in float32.
         """
-        (x,) = placeholders(KernelDims(), arg_infos[:1], ("x",))
+        _, x = single_input(arg_infos)
         out_dtype = as_tensor_info(out_info).dtype
         work = compute_dtype(out_dtype).name
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
@@ -356,8 +340,7 @@ class OneHot(Op):
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
     ) -> PrimFunc:
         """``out[..., c, ...] = (x[...] == c)`` with ``c`` at the new axis."""
-        dims = KernelDims()
-        (x,) = placeholders(dims, arg_infos[:1], ("x",))
+        dims, x = single_input(arg_infos)
         axis = normalize_axis(self.name, attrs.axis, x.ndim + 1)
         classes = dims.output_shape(out_info)[axis]
         shape = x.shape[:axis] + (classes,) + x.shape[axis:]

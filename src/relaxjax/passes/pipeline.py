@@ -7,6 +7,8 @@
     legalize              every op call -> call_tir of a shape-generic kernel
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
+    fuse_ops              chains of elementwise kernels and a norm/reduction -> one kernel
+    ScheduleKernels       (llvm) every kernel scheduled by the default CPU rules
 
 ``relax.jit`` (through ``runtime.build_executable``) runs it with ``library=True``.
 
@@ -24,7 +26,9 @@ from relaxjax.ir import IRModule, verify
 from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import dispatch_library
+from relaxjax.passes.fuse import fuse_ops
 from relaxjax.passes.legalize import legalize
+from relaxjax.schedule.rules import ScheduleKernels
 
 __all__ = ["Pass", "Pipeline", "TARGETS", "default_pipeline"]
 
@@ -72,4 +76,5 @@ def default_pipeline(target: str = "llvm", verify: bool = False, library: bool =
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
     passes = (eliminate_dead_code, *dispatch, legalize, dedup_kernels, eliminate_dead_code)
-    return Pipeline(passes, verify)
+    schedule: tuple[Pass, ...] = (ScheduleKernels(target),) if target == "llvm" else ()
+    return Pipeline((*passes, fuse_ops, *schedule), verify)

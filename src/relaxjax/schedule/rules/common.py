@@ -54,14 +54,16 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     loops = list(sch.get_loops(block))
     if not loops:
         return
-    loops = _merge_short_inner(sch, loops, lanes)
+    loops, merged = _merge_short_inner(sch, loops, lanes)
     inner = loops[-1]
     if len(loops) == 1:
         extent = _extent(sch, inner)
         if arith.compare(extent, "<=", chunk) is True:
             sch.vectorize(inner)
             return
-        outer, inner = sch.split(inner, factors=[None, chunk])
+        # A multiple of the merged inner extent keeps the split's index math exact.
+        step = max(1, chunk // merged) * merged
+        outer, inner = sch.split(inner, factors=[None, step])
         sch.vectorize(inner)
         sch.parallel(outer)
         return
@@ -71,16 +73,21 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     sch.parallel(fused)
 
 
-def _merge_short_inner(sch: Schedule, loops: list[LoopRV], lanes: int) -> list[LoopRV]:
+def _merge_short_inner(
+    sch: Schedule, loops: list[LoopRV], lanes: int
+) -> tuple[list[LoopRV], int]:
     """Fuse the innermost loops while the innermost one is a short constant loop, so
-    the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``)."""
+    the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``);
+    also returns the product of the constant extents merged in."""
+    merged = 1
     while len(loops) >= 2:
         extent = _extent(sch, loops[-1])
         if not isinstance(extent, int) or extent >= 4 * lanes:
             break
+        merged *= max(extent, 1)
         fused = sch.fuse(loops[-2], loops[-1])
         loops = loops[:-2] + [fused]
-    return loops
+    return loops, merged
 
 
 def try_stage(func: PrimFunc, loop: LoopRV | str, buffer: str) -> PrimFunc:

@@ -88,16 +88,30 @@ def _vectorize_reduction(sch: Schedule, nest: Nest, lanes: int) -> None:
     ):
         _kept_axis_innermost(sch, block, loops, prefix)
         return
-    extent = sch.get_loop_node(loops[-1]).extent
-    width = 4 * lanes
-    if arith.compare(extent, ">=", 2 * width) is not True and isinstance(extent, int):
+    width = _partial_sums(sch.get_loop_node(loops[-1]).extent, lanes)
+    if width is None:
         return
-    outer, inner = sch.split(loops[-1], factors=[None, width])
-    rf = _attempt(sch.rfactor, inner)
+    outer, inner = sch.split(loops[-1], factors=[None, width], tail="exact")
+    # The partial sums go last in the rfactor buffer, so the lanes are contiguous.
+    rank = len(nest.written()[0].shape)
+    rf = _attempt(sch.rfactor, inner, rank)
     if rf is None:
         return
     rf_loops = sch.get_loops(rf)
     _attempt(sch.vectorize, rf_loops[-1])
+
+
+def _partial_sums(extent: arith.Dim, lanes: int) -> int | None:
+    """How many partial sums a reduction of ``extent`` gets: 4, 2 or 1 vectors' worth,
+    dividing the extent exactly (a split with a remainder would need a predicate,
+    which ``compute_at`` does not carry over), and at least two per lane; None when
+    no width fits (short or symbolic extents stay serial)."""
+    if not isinstance(extent, int):
+        return None
+    for width in (4 * lanes, 2 * lanes, lanes):
+        if width > 1 and extent % width == 0 and extent >= 2 * width:
+            return width
+    return None
 
 
 def _kept_axis_innermost(sch: Schedule, block: BlockRV, loops, prefix: int) -> None:

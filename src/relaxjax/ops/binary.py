@@ -1,0 +1,353 @@
+"""Broadcasting binary elementwise ops: arithmetic ``add subtract multiply divide
+floor_divide mod power maximum minimum``, comparisons ``equal not_equal less less_equal
+greater greater_equal`` and logic ``logical_and logical_or``.
+
+Shapes broadcast as in numpy (see :func:`relaxjax.ops.base.broadcast_shapes`); dtypes
+follow jax.numpy with 64-bit types enabled, Python scalars weakly typed. Each op's dtype
+rule is one method, ``result_dtype(types)``, shared by ``infer`` and by the numpy
+``reference``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from relaxjax import dtypes, tir
+from relaxjax.ir import StructInfo
+from relaxjax.ops.base import (
+    InferContext,
+    Op,
+    broadcast_infos,
+    in_compute_dtype,
+    operand_type,
+    register,
+    tensor_args,
+    to_inexact,
+    unsupported_dtype,
+    value_type,
+)
+from relaxjax.ops.kernel import broadcast_kernel, convert
+from relaxjax.ops.unary import OperandType
+from relaxjax.tir import PrimExpr, PrimFunc
+
+
+class BroadcastOp(Op):
+    """An elementwise op over broadcast operands (numpy broadcasting, jax promotion)."""
+
+    pattern = "broadcast"
+    num_inputs = 2
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        """The dtype every operand is converted to before the computation."""
+        return dtypes.result_type(*types)
+
+    def result_dtype(self, types: Sequence[OperandType]) -> str:
+        """The dtype of the result (raises ``TypeError`` for unsupported dtypes)."""
+        return self.input_dtype(types)
+
+    #: Names of the kernel's input buffers.
+    operand_names: tuple[str, ...] = ("x", "y")
+
+    #: The numpy and loop-level functions of the operands that ``compute`` and
+    #: ``scalar`` apply, for ops that need nothing else.
+    numpy_function: ClassVar[Callable[..., np.ndarray]]
+    tir_function: ClassVar[Callable[..., PrimExpr]]
+
+    def compute(self, *operands: np.ndarray) -> np.ndarray:
+        """The numpy computation on the converted operands."""
+        return self.numpy_function(*operands)
+
+    def scalar(self, *operands: PrimExpr) -> PrimExpr:
+        """The loop-level computation of one element (operands already converted)."""
+        return self.tir_function(*operands)
+
+    def lower(
+        self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
+    ) -> PrimFunc:
+        """One stage over the broadcast result: ``out[i] = scalar(x[...], y[...])``."""
+        work = self.input_dtype([operand_type(a) for a in arg_infos])
+
+        def scalar(*loads: PrimExpr) -> PrimExpr:
+            return self.scalar(*(convert(v, work) for v in loads))
+
+        names = self.operand_names[: len(arg_infos)]
+        return broadcast_kernel(self.name, arg_infos, out_info, names, scalar)
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        infos = tensor_args(self.name, args, self.num_inputs)
+        dtype = self.result_dtype([operand_type(a) for a in args])
+        return broadcast_infos(ctx, infos, dtype)
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        if len(arrays) != self.num_inputs:
+            raise TypeError(f"{self.name} takes {self.num_inputs} argument(s), got {len(arrays)}")
+        kinds = [value_type(a) for a in arrays]
+        out = self.result_dtype(kinds)
+        work = self.input_dtype(kinds)
+        with np.errstate(all="ignore"):
+            result = self.compute(*(in_compute_dtype(a, work) for a in arrays))
+        return np.asarray(result).astype(dtypes.to_numpy(out))
+
+
+class ArithmeticOp(BroadcastOp):
+    """Binary arithmetic that rejects bool operands (as jax's ``sub`` does)."""
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        dtype = dtypes.result_type(*types)
+        if dtypes.is_bool(dtype):
+            raise unsupported_dtype(self.name, dtype, "an integer or floating dtype")
+        return dtype
+
+
+class IntegerResultOp(BroadcastOp):
+    """Integer-valued arithmetic on bool operands computes in int32 (as jax does)."""
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        dtype = dtypes.result_type(*types)
+        return "int32" if dtypes.is_bool(dtype) else dtype
+
+
+class ComparisonOp(BroadcastOp):
+    """A comparison of promoted operands; the result is bool."""
+
+    def result_dtype(self, types: Sequence[OperandType]) -> str:
+        self.input_dtype(types)
+        return "bool"
+
+
+class OrderedComparisonOp(ComparisonOp):
+    """An order comparison: bools compare as 0 and 1."""
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return self.tir_function(_ordered(x), _ordered(y))
+
+
+class LogicalOp(BroadcastOp):
+    """A logical connective of operands converted to bool (nonzero is true)."""
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        return "bool"
+
+
+@register
+class Add(BroadcastOp):
+    """``x + y`` (``or`` on bool)."""
+
+    name = "add"
+
+    def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.add(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_or(x, y) if x.dtype == "bool" else x + y
+
+
+@register
+class Subtract(ArithmeticOp):
+    """``x - y``."""
+
+    name = "subtract"
+    numpy_function = staticmethod(np.subtract)
+    tir_function = staticmethod(operator.sub)
+
+
+@register
+class Multiply(BroadcastOp):
+    """``x * y`` (``and`` on bool)."""
+
+    name = "multiply"
+
+    def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.multiply(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        return tir.logical_and(x, y) if x.dtype == "bool" else x * y
+
+
+@register
+class Divide(BroadcastOp):
+    """True division ``x / y``: integer operands give float (``jnp.true_divide``)."""
+
+    name = "divide"
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        return to_inexact(dtypes.result_type(*types))
+
+    numpy_function = staticmethod(np.true_divide)
+    tir_function = staticmethod(operator.truediv)
+
+
+@register
+class FloorDivide(IntegerResultOp):
+    """``x // y`` rounding toward negative infinity (integer division by zero is undefined)."""
+
+    name = "floor_divide"
+    numpy_function = staticmethod(np.floor_divide)
+    tir_function = staticmethod(operator.floordiv)
+
+
+@register
+class Mod(IntegerResultOp):
+    """``x % y`` with the sign of ``y`` (Python semantics)."""
+
+    name = "mod"
+    numpy_function = staticmethod(np.mod)
+    tir_function = staticmethod(operator.mod)
+
+
+@register
+class Power(IntegerResultOp):
+    """``x ** y``. An integer raised to a negative power is only defined for ``|x| == 1``
+    (jax's value elsewhere depends on the platform); the reference gives 0 there."""
+
+    name = "power"
+
+    def input_dtype(self, types: Sequence[OperandType]) -> str:
+        base, exponent = types
+        if isinstance(exponent, dtypes.Weak) and exponent.kind == "int" and base == "bool":
+            return "int32"
+        return super().input_dtype(types)
+
+    def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if x.dtype.kind == "f":
+            return np.power(x, y)
+        return _integer_power(x, y)
+
+    def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
+        if dtypes.is_floating(x.dtype):
+            return tir.pow(x, y)
+        # Integers go through float64 pow (exact below 2 ** 53); a negative power of 0
+        # gives 0, as the reference does.
+        power = tir.cast(tir.pow(tir.cast(x, "float64"), tir.cast(y, "float64")), x.dtype)
+        zero = tir.const(0, x.dtype)
+        return tir.select(tir.logical_and(tir.eq(x, zero), y < zero), zero, power)
+
+
+def maximum_expr(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    return tir.logical_or(x, y) if x.dtype == "bool" else tir.max(x, y)
+
+
+def minimum_expr(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    return tir.logical_and(x, y) if x.dtype == "bool" else tir.min(x, y)
+
+
+def _ordered(x: PrimExpr) -> PrimExpr:
+    """Bools compare as 0 and 1."""
+    return tir.cast(x, "int8") if x.dtype == "bool" else x
+
+
+def _integer_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    negative = exponent < 0
+    positive_power = np.power(base, np.where(negative, 0, exponent))
+    odd = (exponent % 2) != 0
+    one = np.ones_like(positive_power)
+    reciprocal = np.where(base == 1, one, 0)
+    if base.dtype.kind == "i":
+        reciprocal = np.where(base == -1, np.where(odd, -one, one), reciprocal)
+    return np.where(negative, reciprocal, positive_power)
+
+
+@register
+class Maximum(BroadcastOp):
+    """The elementwise maximum (NaN propagates)."""
+
+    name = "maximum"
+    numpy_function = staticmethod(np.maximum)
+    tir_function = staticmethod(maximum_expr)
+
+
+@register
+class Minimum(BroadcastOp):
+    """The elementwise minimum (NaN propagates)."""
+
+    name = "minimum"
+    numpy_function = staticmethod(np.minimum)
+    tir_function = staticmethod(minimum_expr)
+
+
+@register
+class Equal(ComparisonOp):
+    """``x == y``."""
+
+    name = "equal"
+    numpy_function = staticmethod(np.equal)
+    tir_function = staticmethod(tir.eq)
+
+
+@register
+class NotEqual(ComparisonOp):
+    """``x != y``."""
+
+    name = "not_equal"
+    numpy_function = staticmethod(np.not_equal)
+    tir_function = staticmethod(tir.ne)
+
+
+@register
+class Less(OrderedComparisonOp):
+    """``x < y``."""
+
+    name = "less"
+    numpy_function = staticmethod(np.less)
+    tir_function = staticmethod(operator.lt)
+
+
+@register
+class LessEqual(OrderedComparisonOp):
+    """``x <= y``."""
+
+    name = "less_equal"
+    numpy_function = staticmethod(np.less_equal)
+    tir_function = staticmethod(operator.le)
+
+
+@register
+class Greater(OrderedComparisonOp):
+    """``x > y``."""
+
+    name = "greater"
+    numpy_function = staticmethod(np.greater)
+    tir_function = staticmethod(operator.gt)
+
+
+@register
+class GreaterEqual(OrderedComparisonOp):
+    """``x >= y``."""
+
+    name = "greater_equal"
+    numpy_function = staticmethod(np.greater_equal)
+    tir_function = staticmethod(operator.ge)
+
+
+@register
+class LogicalAnd(LogicalOp):
+    """``x and y`` (nonzero is true); the result is bool."""
+
+    name = "logical_and"
+    numpy_function = staticmethod(np.logical_and)
+    tir_function = staticmethod(tir.logical_and)
+
+
+@register
+class LogicalOr(LogicalOp):
+    """``x or y`` (nonzero is true); the result is bool."""
+
+    name = "logical_or"
+    numpy_function = staticmethod(np.logical_or)
+    tir_function = staticmethod(tir.logical_or)
+
+
+__all__ = [
+    "ArithmeticOp",
+    "BroadcastOp",
+    "ComparisonOp",
+    "IntegerResultOp",
+    "LogicalOp",
+    "OrderedComparisonOp",
+    "maximum_expr",
+    "minimum_expr",
+]
