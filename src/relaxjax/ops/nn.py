@@ -17,6 +17,7 @@ import numpy as np
 from relaxjax import arith, dtypes, tir
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ir.struct_info import format_dims
+from relaxjax.ops.axes import ReducedAxes
 from relaxjax.ops.base import (
     Dim,
     InferContext,
@@ -198,7 +199,7 @@ class SoftmaxLike(Op):
         out_dtype = as_tensor_info(out_info).dtype
         work = compute_dtype(out_dtype).name
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
-        rows = Rows(x.shape, axes)
+        rows = ReducedAxes(x.shape, axes)
 
         def value(indices: Sequence[object]) -> PrimExpr:
             return convert(x[tuple(indices)], work)
@@ -219,40 +220,6 @@ class SoftmaxLike(Op):
     def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
         """The result from ``x - max`` and ``sum(exp(x - max))``."""
         raise NotImplementedError
-
-
-class Rows:
-    """Indexing for a reduction over ``axes`` of ``shape``: the kept axes index the
-    reduced buffers, the reduced axes become ``te.reduce_axis`` iterators."""
-
-    def __init__(self, shape: Sequence[Dim], axes: Sequence[int]) -> None:
-        self.shape = tuple(shape)
-        self.axes = tuple(axes)
-        self.kept_shape = tuple(d for a, d in enumerate(shape) if a not in axes)
-
-    def kept(self, indices: Sequence[object]) -> tuple[object, ...]:
-        """The indices of the kept axes."""
-        return tuple(i for a, i in enumerate(indices) if a not in self.axes)
-
-    def full(self, kept: Sequence[object], reduced: Sequence[object]) -> tuple[object, ...]:
-        """Full indices from the kept indices and one index per reduced axis."""
-        kept_iter, reduced_iter = iter(kept), iter(reduced)
-        return tuple(
-            next(reduced_iter) if a in self.axes else next(kept_iter)
-            for a in range(len(self.shape))
-        )
-
-    def reduce(self, reducer, value, name: str) -> te.Tensor:
-        """A stage over the kept axes reducing ``value(full indices)`` over the others
-        (with no reduced axis, the stage is ``value`` itself)."""
-        if not self.axes:
-            return te.compute(self.kept_shape, lambda *i: value(i), name=name)
-        ks = [te.reduce_axis(self.shape[a], f"k{a}") for a in self.axes]
-
-        def body(*i: object) -> object:
-            return reducer(value(self.full(i, ks)), axis=ks)
-
-        return te.compute(self.kept_shape, body, name=name)
 
 
 @register
@@ -456,7 +423,7 @@ class LastAxis:
     def __init__(self, x: te.Tensor, work: str, eps: float) -> None:
         self.x = x
         self.work = work
-        self.rows = Rows(x.shape, (x.ndim - 1,))
+        self.rows = ReducedAxes(x.shape, (x.ndim - 1,))
         self.eps = tir.const(eps, work)
         self.features = tir.cast(tir.IndexExpr(x.shape[-1]), work)
 

@@ -210,12 +210,11 @@ class LogicalNot(UnaryOp):
     """``not x`` (nonzero is true); the result is bool."""
 
     name = "logical_not"
+    numpy_function = staticmethod(np.logical_not)
+    tir_function = staticmethod(tir.logical_not)
 
     def input_dtype(self, x: OperandType) -> str:
         return "bool"
-
-    numpy_function = staticmethod(np.logical_not)
-    tir_function = staticmethod(tir.logical_not)
 
 
 __all__ = [

@@ -291,6 +291,7 @@ def fuse_ops(mod: IRModule) -> IRModule:
 
 def _drop_orphans(before: IRModule, after: IRModule) -> IRModule:
     """``after`` without the kernels ``before`` called and ``after`` no longer calls."""
+
     def called(mod: IRModule) -> set[str]:
         return {name for f in mod.graph_functions().values() for name in called_kernels(f)}
 

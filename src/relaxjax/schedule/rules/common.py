@@ -52,8 +52,8 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
             for i1 in range(768):     ->         for i1 in vectorized(768):
     """
     loops = list(sch.get_loops(block))
-    if not loops:
-        return
+    if not loops or any(_extent(sch, lp) == 0 for lp in loops):
+        return  # nothing runs
     loops, merged = _merge_short_inner(sch, loops, lanes)
     inner = loops[-1]
     if len(loops) == 1:
@@ -73,9 +73,7 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     sch.parallel(fused)
 
 
-def _merge_short_inner(
-    sch: Schedule, loops: list[LoopRV], lanes: int
-) -> tuple[list[LoopRV], int]:
+def _merge_short_inner(sch: Schedule, loops: list[LoopRV], lanes: int) -> tuple[list[LoopRV], int]:
     """Fuse the innermost loops while the innermost one is a short constant loop, so
     the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``);
     also returns the product of the constant extents merged in."""

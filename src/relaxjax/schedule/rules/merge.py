@@ -101,8 +101,14 @@ class _Rebuffer(StmtMutator):
         if name is None:
             return new
         return Block(
-            name, new.iter_vars, new.reads, new.writes, new.init, new.body,
-            new.alloc_buffers, new.annotations,
+            name,
+            new.iter_vars,
+            new.reads,
+            new.writes,
+            new.init,
+            new.body,
+            new.alloc_buffers,
+            new.annotations,
         )
 
 
@@ -225,8 +231,7 @@ def merge_kernels(
         if kernel.num_outputs != 1 or len(stage.sources) != len(kernel.inputs):
             raise ScheduleError(f"merge: kernel {kernel.name} does not fit its call")
         params = [
-            inputs[index] if kind == "input" else outputs[index]
-            for kind, index in stage.sources
+            inputs[index] if kind == "input" else outputs[index] for kind, index in stage.sources
         ]
         out = substitute_buffer(kernel.outputs[0], stage.symbols)
         out = Buffer(_fresh(out.name, taken), out.shape, out.dtype, None, "global")

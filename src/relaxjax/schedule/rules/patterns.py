@@ -213,9 +213,13 @@ def _is_init_of(nest: Nest, output: Buffer, update: Nest) -> bool:
     if nest.is_reduction or nest.written() != (output,):
         return False
     spatial_extents = [lp.extent for lp in update.loops[:-1]]
-    return len(nest.loops) == len(spatial_extents) and all(
-        arith.compare(lp.extent, "==", e) is True for lp, e in zip(nest.loops, spatial_extents)
-    ) and isinstance(block.body, BufferStore)
+    return (
+        len(nest.loops) == len(spatial_extents)
+        and all(
+            arith.compare(lp.extent, "==", e) is True for lp, e in zip(nest.loops, spatial_extents)
+        )
+        and isinstance(block.body, BufferStore)
+    )
 
 
 def match_matmul(func: PrimFunc) -> MatmulMatch | None:

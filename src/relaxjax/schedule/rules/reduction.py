@@ -83,8 +83,10 @@ def _vectorize_reduction(sch: Schedule, nest: Nest, lanes: int) -> None:
         return
     iter_vars = nest.block.iter_vars
     along = _contiguous_vars(nest)
-    if prefix >= 1 and iter_vars[prefix - 1].var.name in along and (
-        iter_vars[-1].var.name not in along
+    if (
+        prefix >= 1
+        and iter_vars[prefix - 1].var.name in along
+        and (iter_vars[-1].var.name not in along)
     ):
         _kept_axis_innermost(sch, block, loops, prefix)
         return

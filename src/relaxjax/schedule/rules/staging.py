@@ -361,6 +361,7 @@ def stage(func: PrimFunc, loop: str, buffer: str, scope: str = "local") -> PrimF
             raise _fail(f"the accesses of {buffer} under loop {loop} touch different parts")
         shape = tuple(_storage_extent(extent) for extent in hull.extent)
         import os
+
         pad = int(os.environ.get("PAD", 0))
         strides = None
         if pad and len(shape) == 2 and isinstance(shape[1], int) and shape[1] > 64:

@@ -1,0 +1,175 @@
+"""fuse_ops: chains of kernel calls merged into one kernel that touches each tensor once.
+
+Checked on traced programs: which calls fuse (and which must not), the fused kernel's
+shape (intermediates inlined, no temporary tensor left), the run-time checks carried
+over, well-formedness, and numerics of the compiled program against jax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import relaxjax as relax
+import relaxjax.nn as rnn
+import relaxjax.numpy as rnp
+from relaxjax import ir
+from relaxjax.ir import CALL_TIR, Binding, Call, Check
+from relaxjax.passes import Pipeline, dedup_kernels, eliminate_dead_code, legalize
+from relaxjax.passes.fuse import fuse_ops, kernel_kind
+from relaxjax.passes.walk import rebuild_function
+from relaxjax.runtime import build_executable
+
+LEGALIZE = Pipeline((eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code))
+D = 64
+
+
+def _calls(mod) -> list[str]:
+    """The kernels the main function calls, in order."""
+    function = next(iter(mod.graph_functions().values()))
+    names = []
+    for block in function.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, Call) and value.op is CALL_TIR:
+                names.append(value.args[0].name)
+    return names
+
+
+def _fused(fn) -> tuple[ir.IRModule, ir.IRModule]:
+    before = LEGALIZE(fn.trace())
+    after = fuse_ops(before)
+    ir.verify(after)
+    return before, after
+
+
+@relax.jit
+def norm_chain(
+    x: relax.Tensor(("n", D), "float32"),
+    r: relax.Tensor(("n", D), "float32"),
+    g: relax.Tensor((D,), "float32"),
+    b: relax.Tensor((D,), "float32"),
+):
+    return rnn.gelu(rnn.layer_norm(x + r, g, b) * g + b)
+
+
+def _norm_chain_jax(x, r, g, b):
+    h = x + r
+    mean = h.mean(-1, keepdims=True)
+    var = ((h - mean) ** 2).mean(-1, keepdims=True)
+    return jax.nn.gelu((h - mean) / jnp.sqrt(var + 1e-5) * g * g + b * g + b)
+
+
+def test_a_norm_with_its_prologue_and_epilogue_becomes_one_kernel():
+    before, after = _fused(norm_chain)
+    assert _calls(before) == ["add", "layer_norm", "multiply", "add_1", "gelu"]
+    assert _calls(after) == ["fused_add_layer_norm_multiply_add_1_gelu"]
+    assert sorted(after.kernels()) == ["fused_add_layer_norm_multiply_add_1_gelu"]
+    kernel = after.kernels()["fused_add_layer_norm_multiply_add_1_gelu"]
+    assert [p.name for p in kernel.params] == ["x", "r", "g", "b", "gelu"]
+    assert [str(d) for d in kernel.params[0].shape] == ["d0", "64"]
+    text = str(kernel)
+    # Only the norm's per-row statistics stay buffers: no (n, 64) temporary is left.
+    assert "alloc_buffer((d0, 64)" not in text
+    assert "gelu[" in text and "x[" in text and "r[" in text
+
+
+def test_the_fused_program_matches_jax():
+    rng = np.random.default_rng(0)
+    g = rng.uniform(0.5, 1.5, D).astype(np.float32)
+    b = rng.standard_normal(D).astype(np.float32)
+    for n in (0, 1, 9):
+        x = rng.standard_normal((n, D)).astype(np.float32)
+        r = rng.standard_normal((n, D)).astype(np.float32)
+        np.testing.assert_allclose(
+            norm_chain(x, r, g, b), _norm_chain_jax(x, r, g, b), rtol=2e-5, atol=2e-5
+        )
+    exe = build_executable(norm_chain.trace())
+    assert list(exe.module.kernels()) == ["fused_add_layer_norm_multiply_add_1_gelu"]
+
+
+def test_an_elementwise_chain_fuses_and_keeps_its_checks():
+    @relax.jit
+    def chain(x: relax.Tensor(("n", 8), "float32"), y: relax.Tensor(("n", 8), "float32")):
+        return rnp.exp(rnp.tanh(x + y) * 2.0)
+
+    before = LEGALIZE(chain.trace())
+    # Give the first call a run-time check, as a coarse broadcast would have.
+    function = before["chain"]
+    bindings = list(function.body.blocks[0].bindings)
+    n = function.params[0].info.shape[0]
+    check = Check("le", (n, 1000), "add: at most 1000 rows")
+    bindings[0] = Binding(
+        bindings[0].var, dataclasses.replace(bindings[0].value, checks=(check,)), None
+    )
+    before = before.with_function("chain", rebuild_function(function, [bindings]))
+    after = fuse_ops(before)
+    ir.verify(after)
+    fused = [b.value for b in after["chain"].body.blocks[0].bindings if isinstance(b.value, Call)]
+    assert len(fused) == 1 and _calls(after) == ["fused_add_tanh_multiply_exp"]
+    assert fused[0].checks == (check,)
+    assert "allocate" not in str(after.kernels()["fused_add_tanh_multiply_exp"])
+    x = np.ones((3, 8), np.float32)
+    np.testing.assert_allclose(chain(x, x), np.exp(np.tanh(x + x) * 2.0), rtol=1e-6)
+    (y,) = build_executable(after)(x, x)
+    np.testing.assert_allclose(y, np.exp(np.tanh(x + x) * 2.0), rtol=1e-6)
+    with pytest.raises(relax.ShapeError, match="add: at most 1000 rows"):
+        build_executable(after)(np.ones((1001, 8), np.float32), np.ones((1001, 8), np.float32))
+
+
+def test_calls_with_shapes_known_only_at_run_time_stay_apart():
+    @relax.jit
+    def coarse(x: relax.Tensor(("n", 8), "float32"), y: relax.Tensor(("m", 8), "float32")):
+        return rnp.exp(x + y)
+
+    assert _calls(_fused(coarse)[1]) == ["add", "exp"]
+
+
+def test_shared_intermediates_two_reductions_and_matmuls_do_not_fuse():
+    @relax.jit
+    def shared(x: relax.Tensor(("n", D), "float32")):
+        h = rnp.exp(x)
+        return h * 2.0, h + 1.0  # h has two readers
+
+    @relax.jit
+    def two_norms(x: relax.Tensor(("n", D), "float32"), g: relax.Tensor((D,), "float32")):
+        return rnn.softmax(rnn.rms_norm(x, g))
+
+    @relax.jit
+    def product(x: relax.Tensor(("n", D), "float32"), w: relax.Tensor((D, D), "float32")):
+        return rnn.relu(x @ w)
+
+    assert _calls(_fused(shared)[1]) == ["exp", "multiply", "add"]
+    assert _calls(_fused(two_norms)[1]) == ["rms_norm", "softmax"]
+    assert _calls(_fused(product)[1]) == ["matmul", "relu"]
+    x = np.random.default_rng(1).standard_normal((5, D)).astype(np.float32)
+    g = np.ones(D, np.float32)
+    ours = two_norms(x, g)
+    rms = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(ours, jax.nn.softmax(rms), rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_kind_classifies_what_fusion_may_merge():
+    kernels = LEGALIZE(norm_chain.trace()).kernels()
+    assert kernel_kind(kernels["layer_norm"]) == "reduction"
+    assert kernel_kind(kernels["gelu"]) == "spatial"
+    matmul = LEGALIZE(
+        relax.jit(lambda x, w: x @ w).trace(
+            relax.Tensor((4, 8), "float32"), relax.Tensor((8, 2), "float32")
+        )
+    ).kernels()
+    assert [kernel_kind(k) for k in matmul.values()] == [None]
+    assert kernel_kind("not a kernel") is None
+
+
+def test_fuse_ops_leaves_a_module_without_chains_unchanged():
+    @relax.jit
+    def single(x: relax.Tensor(("n",), "float32")):
+        return rnp.exp(x)
+
+    before, after = _fused(single)
+    assert after is before

@@ -1,0 +1,284 @@
+"""The CPU rules on kernels: matmul, injective, reduction, and default_schedule.
+
+Every rule's output is compared with the unscheduled kernel (and numpy) in the reference
+interpreter for several symbol values, tails and 0 included; the loop nests are checked
+for the structure the rule promises; one matmul is compiled and run natively.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import relaxjax as relax
+from relaxjax import arith, tir
+from relaxjax.errors import ScheduleError
+from relaxjax.ir import IRModule
+from relaxjax.schedule.rules import (
+    CPU_RULES,
+    RULE_ATTR,
+    CpuParams,
+    cpu_params,
+    default_schedule,
+    injective_rule,
+    is_scheduled,
+    matmul_rule,
+    reduction_rule,
+    schedule_kernels,
+)
+from relaxjax.tir import te
+from relaxjax.tir.interpreter import run
+
+M, N, K, B = arith.syms("m n k b")
+
+
+def matmul(dtype: str = "float32", transposed: bool = False, batch: bool = False):
+    lead = (B,) if batch else ()
+    a = te.placeholder((*lead, M, K), dtype, "A")
+    b_shape = (*lead, N, K) if transposed else (*lead, K, N)
+    b = te.placeholder(b_shape, dtype, "W")
+    r = te.reduce_axis(K, "r")
+
+    def product(*idx):
+        *bt, i, j = idx
+        rhs = b[(*bt, j, r)] if transposed else b[(*bt, r, j)]
+        return te.sum(a[(*bt, i, r)] * rhs, axis=r)
+
+    c = te.compute((*lead, M, N), product, name="C")
+    return te.create_prim_func([a, b, c], name="mm")
+
+
+def layer_norm(width: int | arith.Expr = 64):
+    x = te.placeholder((N, width), "float32", "x")
+    r1, r2 = te.reduce_axis(width, "r1"), te.reduce_axis(width, "r2")
+    s = te.compute((N,), lambda i: te.sum(x[i, r1], axis=r1), name="s")
+    q = te.compute(
+        (N,),
+        lambda i: te.sum((x[i, r2] - s[i] / 64.0) * (x[i, r2] - s[i] / 64.0), axis=r2),
+        name="q",
+    )
+    y = te.compute(
+        (N, width), lambda i, j: (x[i, j] - s[i] / 64.0) * tir.rsqrt(q[i] / 64.0 + 1e-5), name="y"
+    )
+    return te.create_prim_func([x, y], name="norm")
+
+
+def inputs_for(func: tir.PrimFunc, env: dict, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for param in func.inputs:
+        shape = tuple(d if isinstance(d, int) else arith.evaluate(d, env) for d in param.shape)
+        if param.dtype.startswith("int"):
+            arrays.append(rng.integers(-3, 4, shape).astype(param.dtype))
+        else:
+            arrays.append(rng.standard_normal(shape).astype(param.dtype))
+    return arrays
+
+
+def assert_equivalent(original: tir.PrimFunc, scheduled: tir.PrimFunc, envs, rtol=1e-5):
+    for seed, env in enumerate(envs):
+        inputs = inputs_for(original, env, seed)
+        expected, got = run(original, *inputs), run(scheduled, *inputs)
+        written = (
+            ~np.isnan(expected) if expected.dtype.kind == "f" else np.ones_like(expected, bool)
+        )
+        np.testing.assert_allclose(
+            got[written], expected[written], rtol=rtol, atol=rtol, err_msg=str(env)
+        )
+
+
+MATMUL_SIZES = [
+    {"m": 13, "n": 70, "k": 5, "b": 2},
+    {"m": 0, "n": 3, "k": 2, "b": 1},
+    {"m": 6, "n": 64, "k": 1, "b": 1},
+    {"m": 7, "n": 33, "k": 9, "b": 0},
+    {"m": 1, "n": 5, "k": 3, "b": 3},
+    {"m": 2, "n": 600, "k": 3, "b": 1},
+]
+
+
+# ------------------------------------------------------------------------------ matmul
+
+
+def test_matmul_rule_tiles_packs_and_switches_on_the_row_count():
+    func = matmul()
+    scheduled = matmul_rule(func)
+    text = str(scheduled)
+    assert "if m >= 6:" in text  # tiled for >= 6 rows, row by row below
+    assert "for i1_0 in parallel(n // 32):" in text
+    assert 'with allocate((k, 32), "float32", scope="local") as W_local:' in text
+    assert 'with allocate((6, 32), "float32", scope="local") as C_local:' in text
+    assert "for i0_1 in unrolled(6):" in text and "for i1_1 in vectorized(32):" in text
+    assert 'with allocate((1, 512), "float32", scope="local")' in text  # the row-by-row chunk
+    assert_equivalent(func, scheduled, MATMUL_SIZES)
+
+
+def test_matmul_rule_matches_numpy():
+    scheduled = matmul_rule(matmul())
+    rng = np.random.default_rng(0)
+    for m, n, k in [(13, 70, 5), (6, 32, 40), (3, 9, 1), (0, 4, 4)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        np.testing.assert_allclose(run(scheduled, a, w), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_rule_picks_one_schedule_for_static_rows():
+    a = te.placeholder((2, K), "float32", "A")
+    b = te.placeholder((K, N), "float32", "W")
+    r = te.reduce_axis(K, "r")
+    c = te.compute((2, N), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    func = te.create_prim_func([a, b, c], name="rows")
+    text = str(matmul_rule(func))
+    assert "if " not in text.split("\n", 2)[2][:40]
+    assert "C_local" in text and "W_local" not in text  # no packing for two rows
+    assert_equivalent(func, matmul_rule(func), MATMUL_SIZES[:3])
+
+
+@pytest.mark.parametrize("transposed, batch", [(True, False), (False, True), (True, True)])
+def test_matmul_rule_handles_transposed_and_batched_operands(transposed, batch):
+    func = matmul(transposed=transposed, batch=batch)
+    scheduled = matmul_rule(func)
+    assert scheduled is not None
+    assert_equivalent(func, scheduled, MATMUL_SIZES)
+
+
+def test_matmul_rule_leaves_integer_products_to_the_reduction_rule():
+    func = matmul("int32")
+    assert matmul_rule(func) is None
+    scheduled = default_schedule(func, strict=True)
+    assert dict(scheduled.attrs)[RULE_ATTR] == "reduction"
+    assert_equivalent(func, scheduled, MATMUL_SIZES)
+
+
+def test_a_scheduled_matmul_compiles_and_matches_numpy():
+    kernel = relax.build(default_schedule(matmul()))
+    rng = np.random.default_rng(1)
+    for m, n, k in [(67, 100, 45), (5, 1030, 17), (6, 32, 0)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        np.testing.assert_allclose(kernel(a, w), a @ w, rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- injective
+
+
+def test_injective_rule_parallelises_rows_and_vectorises_columns():
+    x = te.placeholder((N, 768), "float32", "x")
+    g = te.placeholder((768,), "float32", "g")
+    y = te.compute((N, 768), lambda i, j: x[i, j] * g[j], name="y")
+    func = te.create_prim_func([x, g, y], name="scale")
+    text = str(injective_rule(func))
+    assert "for i in parallel(n):" in text and "for j in vectorized(768):" in text
+    assert_equivalent(func, injective_rule(func), [{"n": 0}, {"n": 3}])
+
+
+def test_injective_rule_merges_short_rows_and_inlines_intermediates():
+    x = te.placeholder((N, 3), "float32", "x")
+    t = te.compute((N, 3), lambda i, j: x[i, j] + 1.0, name="t")
+    y = te.compute((N, 3), lambda i, j: t[i, j] * 2.0, name="y")
+    func = te.create_prim_func([x, y], name="chain")
+    scheduled = injective_rule(func)
+    text = str(scheduled)
+    assert "allocate" not in text  # t was inlined
+    assert "parallel((n * 3 + 4094) // 4095)" in text
+    assert_equivalent(func, scheduled, [{"n": 0}, {"n": 1}, {"n": 2000}])
+
+
+def test_injective_rule_skips_reductions_and_empty_loops():
+    assert injective_rule(layer_norm()) is None
+    x = te.placeholder((N, 0), "float32", "x")
+    y = te.compute((N, 0), lambda i, j: x[i, j], name="y")
+    func = te.create_prim_func([x, y], name="empty")
+    assert_equivalent(func, injective_rule(func), [{"n": 4}])
+
+
+# --------------------------------------------------------------------------- reduction
+
+
+def test_reduction_rule_runs_a_norm_row_by_row_with_partial_sums():
+    func = layer_norm()
+    scheduled = reduction_rule(func)
+    text = str(scheduled)
+    assert "for i_2 in parallel(n):" in text
+    assert 'with allocate((1, 32), "float32", scope="local") as s_rf_local:' in text
+    assert "for r1_1 in vectorized(32):" in text or "vectorized(32)" in text
+    assert 'allocate((1,), "float32", scope="local")' in text  # per-row statistics
+    assert_equivalent(func, scheduled, [{"n": 0}, {"n": 1}, {"n": 5}], rtol=1e-4)
+
+
+def test_reduction_rule_keeps_a_symbolic_reduction_serial_but_correct():
+    func = layer_norm(K)
+    scheduled = reduction_rule(func)
+    assert "_rf" not in str(scheduled)
+    assert_equivalent(func, scheduled, [{"n": 3, "k": 0}, {"n": 2, "k": 37}], rtol=1e-4)
+
+
+def test_reduction_rule_vectorises_the_kept_axis_of_a_column_sum():
+    x = te.placeholder((N, M), "float32", "x")
+    r = te.reduce_axis(N, "r")
+    s = te.compute((M,), lambda j: te.sum(x[r, j], axis=r), name="s")
+    func = te.create_prim_func([x, s], name="colsum")
+    scheduled = reduction_rule(func)
+    text = str(scheduled)
+    assert "for r in range(n):" in text and "for j in vectorized(m):" in text
+    assert text.index("for r in range(n):") < text.index("for j in vectorized(m):")
+    assert_equivalent(func, scheduled, [{"n": 0, "m": 3}, {"n": 4, "m": 5}], rtol=1e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 9), width=st.sampled_from([1, 7, 64, 96]))
+def test_reduction_rule_is_equivalent_for_any_row_count_and_width(n, width):
+    func = layer_norm(width)
+    assert_equivalent(func, default_schedule(func, strict=True), [{"n": n}], rtol=1e-4)
+
+
+# --------------------------------------------------------------------- default_schedule
+
+
+def test_default_schedule_records_the_rule_and_is_idempotent():
+    scheduled = default_schedule(matmul())
+    assert dict(scheduled.attrs)[RULE_ATTR] == "matmul" and is_scheduled(scheduled)
+    assert default_schedule(scheduled) is scheduled
+    assert [name for name, _ in CPU_RULES] == ["matmul", "reduction", "injective"]
+
+
+def test_default_schedule_falls_back_to_the_kernel_as_it_was():
+    func = matmul()
+
+    def broken(func, target):
+        raise ScheduleError("broken: refused")
+
+    def other_signature(func, target):
+        x = te.placeholder((N,), "float32", "x")
+        return te.create_prim_func([x, te.compute((N,), lambda i: x[i], name="y")], name="mm")
+
+    fallback = default_schedule(func, rules=[("broken", broken), ("bad", other_signature)])
+    assert dict(fallback.attrs)[RULE_ATTR] == "none"
+    assert fallback.body is func.body
+    with pytest.raises(ScheduleError, match="^broken: refused$"):
+        default_schedule(func, rules=[("broken", broken)], strict=True)
+
+
+def test_default_schedule_rejects_what_is_not_a_kernel_and_unknown_targets():
+    with pytest.raises(TypeError, match="default_schedule expects a tir.PrimFunc, got str"):
+        default_schedule("matmul")
+    with pytest.raises(ValueError, match="the CPU schedule rules serve target 'llvm', got 'cuda'"):
+        cpu_params("cuda")
+    with pytest.raises(ValueError, match="cannot read the vector width of target 3"):
+        cpu_params(3)
+
+    class Avx2:
+        vector_bits = 256
+
+    assert cpu_params(Avx2()) == CpuParams(vector_bits=256, matmul_rows=4)
+    assert CpuParams().lanes("float64") == 4 and CpuParams().lanes("bool") == 32
+
+
+def test_schedule_kernels_schedules_every_kernel_of_a_module():
+    mod = IRModule({"mm": matmul(), "norm": layer_norm()})
+    scheduled = schedule_kernels(mod)
+    rules = {name: dict(k.attrs)[RULE_ATTR] for name, k in scheduled.kernels().items()}
+    assert rules == {"mm": "matmul", "norm": "reduction"}
+    assert schedule_kernels(scheduled) is scheduled
