@@ -22,15 +22,23 @@ import relaxjax.numpy as rnp
 from relaxjax.runtime import build_executable
 from relaxjax.schedule.rules import RULE_ATTR
 
+
 #: API.md §5, relaxjax.numpy and relaxjax.nn.
-NUMPY_OPS = """add subtract multiply divide floor_divide mod power negative abs exp log sqrt
-rsqrt tanh sin cos maximum minimum where equal not_equal less less_equal greater
-greater_equal logical_and logical_or logical_not matmul dot einsum reshape transpose
-swapaxes expand_dims squeeze broadcast_to concatenate stack split take tril triu sum mean
-max min prod argmax argmin var cumsum astype zeros ones full arange zeros_like ones_like
-full_like pad clip""".split()
-NN_OPS = """relu gelu silu sigmoid softmax log_softmax one_hot layer_norm rms_norm
-dot_product_attention""".split()
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+NUMPY_OPS = _names(
+    "add subtract multiply divide floor_divide mod power negative abs exp log sqrt rsqrt tanh "
+    "sin cos maximum minimum where equal not_equal less less_equal greater greater_equal "
+    "logical_and logical_or logical_not matmul dot einsum reshape transpose swapaxes "
+    "expand_dims squeeze broadcast_to concatenate stack split take tril triu sum mean max min "
+    "prod argmax argmin var cumsum astype zeros ones full arange zeros_like ones_like "
+    "full_like pad clip"
+)
+NN_OPS = _names(
+    "relu gelu silu sigmoid softmax log_softmax one_hot layer_norm rms_norm dot_product_attention"
+)
 
 F, I, B = "float32", "int32", "bool"
 W = 37  # columns: a tail for every vector width and split factor

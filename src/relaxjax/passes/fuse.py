@@ -8,9 +8,9 @@ before or after it — never two reductions, never a matrix product or a kernel 
 rules cannot read. ``gelu(layer_norm(x, g, b) * g + b)``::
 
     lv0 = call_tir(mod.layer_norm, (x, g, b), ...)
-    lv1 = call_tir(mod.multiply, (lv0, g), ...)            lv3 = call_tir(
-    lv2 = call_tir(mod.add, (lv1, b), ...)           ->        mod.fused_layer_norm_multiply_add_gelu,
-    lv3 = call_tir(mod.gelu, (lv2,), ...)                      (x, g, b), ...)
+    lv1 = call_tir(mod.multiply, (lv0, g), ...)      lv3 = call_tir(
+    lv2 = call_tir(mod.add, (lv1, b), ...)      ->       mod.fused_layer_norm_multiply_add_gelu,
+    lv3 = call_tir(mod.gelu, (lv2,), ...)                (x, g, b), ...)
 
 The group's kernel is built by :func:`relaxjax.schedule.rules.merge.merge_kernels`,
 which inlines the intermediates (each stays a buffer of the kernel when it cannot
@@ -187,24 +187,26 @@ def _input_buffer(operand: Expr, name: str) -> Buffer:
     return Buffer(name, tuple(info.shape), info.dtype)  # type: ignore[union-attr]
 
 
-def _operand_name(operand: Expr, index: int, taken: set[str]) -> str:
-    hint = getattr(operand, "name_hint", "") or ""
-    name = hint if hint.isidentifier() and hint not in taken else f"arg{index}"
-    while name in taken:
-        name += "_"
-    taken.add(name)
-    return name
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, count = name, 0
+    while candidate in taken:
+        count += 1
+        candidate = f"{name}_{count}"
+    taken.add(candidate)
+    return candidate
 
 
 def _fused_call(group: _Group, mod: IRModule, names: dict) -> tuple[Binding, PrimFunc, str]:
     """The binding replacing ``group``, its kernel and the kernel's name."""
     inputs: list[Expr] = []
+    param_names: list[str] = []
     index_of: dict[int, int] = {}
     produced = {m.binding.var: i for i, m in enumerate(group.members)}
     stages = []
+    taken: set[str] = set()
     for member in group.members:
         sources = []
-        for operand in member.operands:
+        for operand, param in zip(member.operands, member.kernel.inputs):
             if isinstance(operand, Var) and operand in produced:
                 sources.append(("stage", produced[operand]))
                 continue
@@ -212,10 +214,12 @@ def _fused_call(group: _Group, mod: IRModule, names: dict) -> tuple[Binding, Pri
             if key not in index_of:
                 index_of[key] = len(inputs)
                 inputs.append(operand)
+                # Named after the kernels' own params (not the graph's variables), so
+                # the fused kernels of identical layers are identical and stored once.
+                param_names.append(_unique(param.name, taken))
             sources.append(("input", index_of[key]))
         stages.append(Stage(member.kernel, _symbols_of(member), tuple(sources)))
-    taken: set[str] = set()
-    buffers = [_input_buffer(o, _operand_name(o, i, taken)) for i, o in enumerate(inputs)]
+    buffers = [_input_buffer(o, name) for o, name in zip(inputs, param_names)]
     stem = "fused_" + "_".join(m.kernel.name for m in group.members)
     kernel, scalars = merge_kernels(stem[:_MAX_NAME], buffers, stages)
     name = _kernel_name(kernel, stem[:_MAX_NAME], mod, names)

@@ -16,7 +16,7 @@ broadcasts of ``A``, ``cols / lanes`` vector loads of the packed panel and
             for k_1 in range(k):
                 for i_1 in unrolled(6):
                     for j_1 in vectorized(32):
-                        C_local[i_1, j_1] = C_local[i_1, j_1] + A[i_0 * 6 + i_1, k_1] * B_local[k_1, j_1]
+                        C_local[i_1, j_1] += A[i_0 * 6 + i_1, k_1] * B_local[k_1, j_1]
             C[...] = C_local
         for i_tail in range(m % 6): ...                     # leftover rows: 1 x 32 tiles
     for j_tail in range(n % 32): ...                        # leftover columns
