@@ -179,7 +179,6 @@ def test_gpt_decoder_logits_and_argmax_match_jax():
     assert compiled.cache_size() == 1
 
 
-@pytest.mark.xfail(strict=True, reason="trace: x.shape of a coarse tensor leaks _d0 symbols")
 def test_coarse_shapes_never_leak_internal_symbols_into_eval_shape():
     pos = np.ones((16, D), np.float32)
 

@@ -70,7 +70,7 @@ def test_a_norm_with_its_prologue_and_epilogue_becomes_one_kernel():
     assert _calls(after) == ["fused_add_layer_norm_multiply_add_1_gelu"]
     assert sorted(after.kernels()) == ["fused_add_layer_norm_multiply_add_1_gelu"]
     kernel = after.kernels()["fused_add_layer_norm_multiply_add_1_gelu"]
-    assert [p.name for p in kernel.params] == ["x", "r", "g", "b", "gelu"]
+    assert [p.name for p in kernel.params] == ["x", "y", "gamma", "beta", "gelu"]
     assert [str(d) for d in kernel.params[0].shape] == ["d0", "64"]
     text = str(kernel)
     # Only the norm's per-row statistics stay buffers: no (n, 64) temporary is left.

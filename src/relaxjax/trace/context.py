@@ -22,16 +22,19 @@ class TraceState:
 
     ``builder`` records the bindings; ``symbols`` maps every symbol name defined
     so far (by the parameters and by match_casts) to its symbol, so that a name
-    means one symbol throughout the function; ``func_name`` names errors.
+    means one symbol throughout the function; ``func_name`` names errors;
+    ``internal`` holds the names of symbols the tracer made up (for dims that
+    deduction could not name), which the caller never sees.
     """
 
-    __slots__ = ("builder", "symbols", "func_name", "active", "_fresh")
+    __slots__ = ("builder", "symbols", "func_name", "active", "internal", "_fresh")
 
     def __init__(self, builder: BlockBuilder, func_name: str) -> None:
         self.builder = builder
         self.func_name = func_name
         self.symbols: dict[str, arith.Sym] = {}
         self.active = True
+        self.internal: set[str] = set()
         self._fresh = 0
 
     def fresh_symbol_name(self, hint: str) -> str:
@@ -40,6 +43,7 @@ class TraceState:
             name = f"{hint}{self._fresh}"
             self._fresh += 1
             if name not in self.symbols:
+                self.internal.add(name)
                 return name
 
 

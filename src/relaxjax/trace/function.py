@@ -22,8 +22,18 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from relaxjax import arith
 from relaxjax.errors import InconclusiveShapeError, RelaxError
-from relaxjax.ir import BlockBuilder, Expr, IRModule, StructInfo, Tuple, Var
+from relaxjax.ir import (
+    BlockBuilder,
+    Expr,
+    IRModule,
+    StructInfo,
+    TensorInfo,
+    Tuple,
+    TupleInfo,
+    Var,
+)
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, tracing
 from relaxjax.trace.source import user_location_in_traceback
@@ -108,8 +118,20 @@ def trace_function(
             gv = builder.emit_output(output)
         builder.emit_func_output(gv)
     module = builder.finalize()
-    out_infos = tuple(e.info for e in out_exprs)
+    out_infos = tuple(_public_info(e.info, state.internal) for e in out_exprs)
     return Traced(module, name, tuple(param_vars), out_tree, out_infos)
+
+
+def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
+    """``info`` as the caller may see it: a shape naming a symbol the tracer made up
+    means nothing outside the function, so it falls back to rank and dtype."""
+    if isinstance(info, TupleInfo):
+        return TupleInfo(tuple(_public_info(f, internal) for f in info.fields))
+    if isinstance(info, TensorInfo) and info.shape is not None:
+        names = {s.name for d in info.shape for s in arith.free_symbols(d)}
+        if names & internal:
+            return TensorInfo(ndim=info.ndim, dtype=info.dtype)
+    return info
 
 
 def _param_values(
