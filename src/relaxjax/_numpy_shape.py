@@ -39,9 +39,7 @@ from relaxjax.ops.manipulate import (
     swap_permutation,
 )
 from relaxjax.ops.pad import PadAttrs
-from relaxjax.ops.reduction import AccumulateAttrs, ReduceAttrs
 from relaxjax.ops.scan import CumsumAttrs
-from relaxjax.ops.statistics import VarAttrs
 from relaxjax.ops.triangle import TriangleAttrs
 from relaxjax.trace import Tracer, emit
 
@@ -56,22 +54,16 @@ __all__ = [
     "expand_dims",
     "getitem",
     "matmul",
-    "max",
-    "mean",
-    "min",
     "pad",
-    "prod",
     "reshape",
     "split",
     "squeeze",
     "stack",
-    "sum",
     "swapaxes",
     "take",
     "transpose",
     "tril",
     "triu",
-    "var",
 ]
 
 Dim = arith.Dim
@@ -147,51 +139,6 @@ def _shape_arg(shape: object, what: str) -> tuple[Dim, ...]:
 # --------------------------------------------------------------------------- reductions
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
-    """``jnp.sum``: bool and signed ints accumulate in int64 unless ``dtype`` is given."""
-    _no_out("jnp.sum", out)
-    attrs = AccumulateAttrs(_axes_or_none("sum", axis, _rank(a)), bool(keepdims), _dtype(dtype))
-    return emit("sum", (a,), attrs)
-
-
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``jnp.prod``: bool and signed ints accumulate in int64 unless ``dtype`` is given."""
-    _no_out("jnp.prod", out)
-    attrs = AccumulateAttrs(_axes_or_none("prod", axis, _rank(a)), bool(keepdims), _dtype(dtype))
-    return emit("prod", (a,), attrs)
-
-
-def mean(a, axis=None, dtype=None, out=None, keepdims=False):
-    """``jnp.mean``: int64 gives float64, other ints and bool float32."""
-    _no_out("jnp.mean", out)
-    attrs = AccumulateAttrs(_axes_or_none("mean", axis, _rank(a)), bool(keepdims), _dtype(dtype))
-    return emit("mean", (a,), attrs)
-
-
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """``jnp.var``: the variance, divided by ``count - ddof`` (``correction`` is an alias)."""
-    _no_out("jnp.var", out)
-    if correction is not None:
-        if ddof != 0:
-            raise ValueError("ddof and correction can't be provided simultaneously.")
-        ddof = correction
-    ddof = _int(ddof, "var ddof")
-    axes = _axes_or_none("var", axis, _rank(a))
-    return emit("var", (a,), VarAttrs(axes, bool(keepdims), _dtype(dtype), ddof))
-
-
-def max(a, axis=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
-    """``jnp.max``: the largest element over ``axis`` (empty axes are an error)."""
-    _no_out("jnp.max", out)
-    return emit("max", (a,), ReduceAttrs(_axes_or_none("max", axis, _rank(a)), bool(keepdims)))
-
-
-def min(a, axis=None, out=None, keepdims=False):  # noqa: A001 - jax.numpy's name
-    """``jnp.min``: the smallest element over ``axis`` (empty axes are an error)."""
-    _no_out("jnp.min", out)
-    return emit("min", (a,), ReduceAttrs(_axes_or_none("min", axis, _rank(a)), bool(keepdims)))
-
-
 def argmax(a, axis=None, out=None, keepdims=None):
     """``jnp.argmax``: int64 indices (of the flattened array when ``axis`` is None)."""
     _no_out("jnp.argmax", out)
@@ -226,16 +173,28 @@ def dot(a, b):
     return emit("dot", (a, b))
 
 
-def einsum(subscripts, /, *operands):
-    """``jnp.einsum`` with numpy subscripts (``"ij,jk->ik"``, ``"...ij,...jk"``)."""
+def einsum(subscripts, /, *operands, out=None, optimize="auto"):
+    """``jnp.einsum`` with numpy subscripts (``"ij,jk->ik"``, ``"...ij,...jk"``).
+
+    ``optimize`` (jax's contraction-order hint) is accepted and has no effect on the
+    result: the op contracts all operands at once.
+    """
+    _no_out("jnp.einsum", out)
+    del optimize
     return emit("einsum", tuple(operands), EinsumAttrs(subscripts))
 
 
 # --------------------------------------------------------------------------- shapes
 
 
-def reshape(a, shape, order="C"):
-    """``jnp.reshape``: dims may be ints, symbolic dims and one ``-1``."""
+def reshape(a, shape, order="C", *, copy=None):
+    """``jnp.reshape``: dims may be ints, symbolic dims and one ``-1``.
+
+    ``copy`` is accepted for jax's signature: values are immutable, so whether the
+    result shares memory with ``a`` is not observable.
+    """
+    if copy not in (None, True, False):
+        raise TypeError(f"reshape: copy must be None, True or False, got {copy!r}")
     if order != "C":
         raise NotImplementedError(f"reshape: only order='C' is supported, got order={order!r}")
     return emit("reshape", (a,), ReshapeAttrs(_shape_arg(shape, "reshape shape")))
@@ -383,23 +342,55 @@ def pad(array, pad_width, mode="constant", **kwargs):
 # --------------------------------------------------------------------------- indexing
 
 
-def take(a, indices, axis=None, out=None, mode=None):
+def take(
+    a,
+    indices,
+    axis=None,
+    out=None,
+    mode=None,
+    unique_indices=False,
+    indices_are_sorted=False,
+    fill_value=None,
+):
     """``jnp.take``: gather along ``axis`` (of the flattened array when None).
 
-    ``mode`` is ``"fill"`` (the default: out-of-range indices give NaN or the dtype's
-    extreme), ``"clip"`` or ``"wrap"``.
+    ``mode`` is ``"fill"`` (the default: out-of-range indices give ``fill_value``
+    converted to the array's dtype, by default NaN for floats, the smallest value for
+    signed ints, the largest for unsigned ones and True for bool; negative indices
+    count from the end), ``"clip"`` or ``"wrap"`` (which ignore ``fill_value``).
+    ``unique_indices`` and ``indices_are_sorted`` are jax's performance hints: they do
+    not change the result.
     """
     _no_out("jnp.take", out)
+    del unique_indices, indices_are_sorted
     mode = "fill" if mode is None else mode
+    if mode == "raise":
+        raise NotImplementedError("take: mode='raise' is not supported (as in jax)")
     if mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"take: invalid mode {mode!r} (expected 'fill', 'clip' or 'wrap')")
+    fill = _static_scalar("take fill_value", fill_value) if mode == "fill" else None
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     axis = _int(axis, "take axis")
     ndim = _rank(a)
     if ndim:
         axis = normalize_axes("take", (axis,), ndim)[0]
-    return emit("take", (a, _index_array(indices)), TakeAttrs(axis, mode))
+    return emit("take", (a, _index_array(indices)), TakeAttrs(axis, mode, fill))
+
+
+def _static_scalar(what: str, value: object) -> bool | int | float | None:
+    """A static scalar argument (a Python or numpy scalar, or a 0-d array) as a Python
+    value; traced values and arrays are refused."""
+    if value is None:
+        return None
+    if isinstance(value, Tracer):
+        raise TypeError(f"{what} must be a static scalar, got a traced value")
+    if np.ndim(value) != 0:
+        raise ValueError(f"{what} must be a scalar, got an array of shape {np.shape(value)}")
+    item = np.asarray(value).item()
+    if not isinstance(item, (bool, int, float)):
+        raise TypeError(f"{what} must be a bool, int or float, got {value!r}")
+    return item
 
 
 def _index_array(indices: object) -> object:

@@ -18,6 +18,8 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax._nn_attention import dot_product_attention
+from relaxjax._numpy_reduction import max as _max
+from relaxjax._numpy_reduction import sum as _sum
 from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.nn import AxesAttrs, GeluAttrs, NormAttrs, OneHotAttrs, normalize_axes
 from relaxjax.trace import emit
@@ -67,21 +69,43 @@ def _axes_attrs(op_name: str, x: object, axis: object) -> AxesAttrs:
     return AxesAttrs(axes)
 
 
-def _no_where(op_name: str, where: object) -> None:
-    if where is not None:
-        raise TypeError(f"{op_name}: the where= argument is not supported")
+def _axis_argument(axis: object) -> object:
+    """``axis`` as the reductions take it (an int, a tuple of ints, or None)."""
+    return tuple(int(a) for a in axis) if isinstance(axis, Sequence) else axis
+
+
+def _masked_softmax(x, axis, where, log: bool):
+    """jax's masked (log-)softmax: the max and the sum of exponentials run over the
+    selected elements only; masked-out outputs are 0 (``-inf`` for ``log_softmax``),
+    and so is a row with nothing selected."""
+    axis = _axis_argument(axis)
+    peak = _max(x, axis, keepdims=True, initial=-np.inf, where=where)
+    safe = emit("where", (where, x, -np.inf))
+    shifted = emit("subtract", (safe, peak))
+    exps = emit("exp", (shifted,))
+    total = _sum(exps, axis, keepdims=True, where=where)
+    if log:
+        result = emit("subtract", (shifted, emit("log", (total,))))
+        return emit("where", (where, result, -np.inf))
+    return emit("where", (where, emit("divide", (exps, total)), 0))
 
 
 def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x))`` over ``axis`` (an int, a tuple, or None for all axes),
-    computed stably (``jax.nn.softmax``)."""
-    _no_where("softmax", where)
+    computed stably (``jax.nn.softmax``). ``where`` (a boolean mask broadcasting
+    against ``x``) restricts the normalisation to the selected elements; the others
+    give 0, and so does a row with no selected element."""
+    if where is not None:
+        return _masked_softmax(x, axis, where, log=False)
     return emit("softmax", (x,), _axes_attrs("softmax", x, axis))
 
 
 def log_softmax(x, axis=-1, where=None):
-    """``x - log(sum(exp(x)))`` over ``axis``, computed stably (``jax.nn.log_softmax``)."""
-    _no_where("log_softmax", where)
+    """``x - log(sum(exp(x)))`` over ``axis``, computed stably (``jax.nn.log_softmax``).
+    ``where`` restricts the normalisation to the selected elements; the others give
+    ``-inf``, and so does a row with no selected element."""
+    if where is not None:
+        return _masked_softmax(x, axis, where, log=True)
     return emit("log_softmax", (x,), _axes_attrs("log_softmax", x, axis))
 
 

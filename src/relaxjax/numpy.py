@@ -410,8 +410,10 @@ __all__ = [
     "zeros_like",
 ]
 
-# The reduction, linear-algebra, shape and indexing wrappers live in their own module.
+# The reduction, linear-algebra, shape and indexing wrappers live in their own modules.
+from relaxjax._numpy_reduction import *  # noqa: E402, F403
+from relaxjax._numpy_reduction import __all__ as _reduction_names  # noqa: E402
 from relaxjax._numpy_shape import *  # noqa: E402, F403
 from relaxjax._numpy_shape import __all__ as _shape_names  # noqa: E402
 
-__all__ += list(_shape_names)
+__all__ += list(_reduction_names) + list(_shape_names)

@@ -6,7 +6,7 @@ canonical form and its print order.
 """
 
 # expr first: its operators bind the modules that build its nodes.
-from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym
+from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym, set_value_of_dim
 
 # isort: split
 from relaxjax.arith.algebra import as_dim, floordiv, mod
@@ -52,6 +52,7 @@ __all__ = [
     "prove_le",
     "prove_lt",
     "prove_ne",
+    "set_value_of_dim",
     "subs",
     "sym",
     "syms",

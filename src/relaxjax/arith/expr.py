@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import keyword
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
 
 from relaxjax.errors import InconclusiveShapeError
 
@@ -47,6 +49,18 @@ RESERVED_NAMES = frozenset({"min", "max"})
 
 _COMPARISON_SYMBOLS = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 
+
+
+#: Turns a dim into a traced value (a weakly typed int64 scalar) while a trace is in
+#: progress, else returns None. Set by the tracer with :func:`set_value_of_dim`: arith
+#: sits below the tracer and must not import it.
+_VALUE_OF_DIM: Callable[[Expr], object] | None = None
+
+
+def set_value_of_dim(fn: Callable[[Expr], object] | None) -> None:
+    """Register how a dim becomes a traced value (see ``Expr._as_value_op``)."""
+    global _VALUE_OF_DIM
+    _VALUE_OF_DIM = fn
 
 class Expr:
     """A non-constant symbolic integer expression in canonical form.
@@ -143,49 +157,60 @@ class Expr:
     # arithmetic (canonicalising constructors live in algebra.py) -------------------
 
     def __add__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.add(self, other)
+        return self._combine(other, _algebra.add, "__add__", swap=False)
 
     def __radd__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.add(other, self)
+        return self._combine(other, _algebra.add, "__radd__", swap=True)
 
     def __sub__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.sub(self, other)
+        return self._combine(other, _algebra.sub, "__sub__", swap=False)
 
     def __rsub__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.sub(other, self)
+        return self._combine(other, _algebra.sub, "__rsub__", swap=True)
 
     def __mul__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.mul(self, other)
+        return self._combine(other, _algebra.mul, "__mul__", swap=False)
 
     def __rmul__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.mul(other, self)
+        return self._combine(other, _algebra.mul, "__rmul__", swap=True)
 
     def __floordiv__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.floordiv(self, other)
+        return self._combine(other, _algebra.floordiv, "__floordiv__", swap=False)
 
     def __rfloordiv__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.floordiv(other, self)
+        return self._combine(other, _algebra.floordiv, "__rfloordiv__", swap=True)
 
     def __mod__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.mod(self, other)
+        return self._combine(other, _algebra.mod, "__mod__", swap=False)
 
     def __rmod__(self, other: object) -> Dim:
-        other = _algebra.as_dim_or_none(other)
-        return NotImplemented if other is None else _algebra.mod(other, self)
+        return self._combine(other, _algebra.mod, "__rmod__", swap=True)
 
     def __pow__(self, exponent: object) -> Dim:
-        if not isinstance(exponent, int):
+        if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent >= 0:
+            return _algebra.power(self, exponent)
+        return self._as_value_op("__pow__", exponent)
+
+    def __truediv__(self, other: object) -> object:
+        return self._as_value_op("__truediv__", other)
+
+    def __rtruediv__(self, other: object) -> object:
+        return self._as_value_op("__rtruediv__", other)
+
+    def _combine(self, other: object, fn, method: str, swap: bool) -> Dim:
+        dim = _algebra.as_dim_or_none(other)
+        if dim is None:
+            return self._as_value_op(method, other)
+        return fn(dim, self) if swap else fn(self, dim)
+
+    def _as_value_op(self, method: str, other: object) -> object:
+        """``self <method> other`` on the traced value of this dim, when ``other`` is not a
+        dim (a float, a negative power, true division) and a trace is in progress, as
+        jax does (``x.shape[-1] ** -0.5``); NotImplemented otherwise."""
+        if not isinstance(other, int | float | np.integer | np.floating):
             return NotImplemented
-        return _algebra.power(self, exponent)
+        value = None if _VALUE_OF_DIM is None else _VALUE_OF_DIM(self)
+        return NotImplemented if value is None else getattr(value, method)(other)
 
     def __neg__(self) -> Dim:
         return _algebra.neg(self)

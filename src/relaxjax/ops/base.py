@@ -75,6 +75,9 @@ class Op:
     name: ClassVar[str] = ""
     Attrs: ClassVar[type | None] = None
     pattern: ClassVar[str] = "opaque"
+    #: True for elementwise ops whose result on Python scalars alone is a weakly typed
+    #: scalar, as in jax (``sqrt(64)``); the tracer folds such calls to a constant.
+    folds_scalars: ClassVar[bool] = False
     num_inputs: ClassVar[int | None] = None
     _instances: ClassVar[dict[type, Op]] = {}
 

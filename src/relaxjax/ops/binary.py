@@ -39,6 +39,7 @@ class BroadcastOp(Op):
     """An elementwise op over broadcast operands (numpy broadcasting, jax promotion)."""
 
     pattern = "broadcast"
+    folds_scalars = True
     num_inputs = 2
 
     def input_dtype(self, types: Sequence[OperandType]) -> str:

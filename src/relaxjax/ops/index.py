@@ -11,8 +11,9 @@ is removed, so ``x[i]`` is ``strided_slice(begin=i, end=i + 1, drop=(0,))``.
 a.shape[axis + 1:]``. Out-of-range indices are handled by ``mode``:
 
 - ``"fill"`` (jnp.take's default): negative indices count from the end; others
-  out of range give NaN (floats), the smallest value (signed ints), the largest
-  (unsigned) or True (bool);
+  out of range give ``fill_value`` converted to the array's dtype as numpy's
+  ``astype`` does (as jax does), by default NaN (floats), the smallest value (signed
+  ints), the largest (unsigned) or True (bool);
 - ``"clip"``: indices are clamped to ``[0, n - 1]``;
 - ``"wrap"``: indices are taken modulo ``n``;
 - ``"index"`` (``x[indices]``): negative indices count from the end, then indices
@@ -21,6 +22,7 @@ a.shape[axis + 1:]``. Out-of-range indices are handled by ``mode``:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,19 +64,37 @@ TAKE_MODES = ("fill", "clip", "wrap", "index")
 
 @dataclass(frozen=True, slots=True)
 class TakeAttrs:
-    """Attributes of ``take``: the gathered axis and the out-of-range ``mode``."""
+    """Attributes of ``take``: the gathered axis, the out-of-range ``mode`` and the
+    ``fill_value`` of mode ``"fill"`` (None: the dtype's default, see :func:`fill_value`)."""
 
     axis: int = 0
     mode: str = "fill"
+    fill_value: bool | int | float | None = None
 
     def __post_init__(self) -> None:
         check_int("TakeAttrs", "axis", self.axis)
         if self.mode not in TAKE_MODES:
             raise ValueError(f"take: mode must be one of {TAKE_MODES}, got {self.mode!r}")
+        value = self.fill_value
+        if value is not None and not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"TakeAttrs.fill_value must be a bool, int, float or None, got {value!r}"
+            )
+
+
+def fill_element(dtype: str, value: bool | int | float | None = None) -> object:
+    """The Python value ``take(mode="fill")`` gives for an out-of-range index of an array
+    of ``dtype``: ``value`` converted as numpy's ``astype`` does (jax's conversion of a
+    static fill value), or the default :func:`fill_value`."""
+    if value is None:
+        value = fill_value(dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.asarray(value).astype(dtypes.to_numpy(dtype)).item()
 
 
 def fill_value(dtype: str) -> object:
-    """What ``take(mode="fill")`` gives for an out-of-range index."""
+    """What ``take(mode="fill")`` gives by default for an out-of-range index."""
     if dtypes.is_floating(dtype):
         return np.nan
     if dtypes.is_bool(dtype):
@@ -130,8 +150,8 @@ class Take(Op):
         valid = (wrapped >= 0) & (wrapped < size)
         gathered = np.take(a, np.where(valid, wrapped, 0), axis=axis)
         mask = valid.reshape((1,) * axis + indices.shape + (1,) * (a.ndim - axis - 1))
-        fill = np.asarray(fill_value(dtypes.canonical(a.dtype))).astype(a.dtype)
-        return np.asarray(np.where(mask, gathered, fill))
+        fill = np.asarray(fill_element(dtypes.canonical(a.dtype), attrs.fill_value))
+        return np.asarray(np.where(mask, gathered, fill.astype(a.dtype)))
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """``out[p, j, q] = a[p, position(indices[j]), q]``, the position per ``mode``."""
@@ -148,14 +168,15 @@ class Take(Op):
             def load(position: PrimExpr) -> PrimExpr:
                 return a[i[:axis] + (position,) + i[axis + count :]]
 
-            return _gather(attrs.mode, raw, size, load, a.dtype)
+            return _gather(attrs, raw, size, load, a.dtype)
 
         out = te.compute(shape, body, name=self.name)
         return te.create_prim_func([a, indices, out], name=self.name)
 
 
-def _gather(mode: str, raw: PrimExpr, size: PrimExpr, load, dtype: str) -> PrimExpr:
+def _gather(attrs: TakeAttrs, raw: PrimExpr, size: PrimExpr, load, dtype: str) -> PrimExpr:
     """The element at index ``raw`` of an axis of ``size`` per the ``take`` mode."""
+    mode = attrs.mode
     last = size - 1
     if mode == "clip":
         return load(tir.min(tir.max(raw, 0), last))
@@ -165,7 +186,7 @@ def _gather(mode: str, raw: PrimExpr, size: PrimExpr, load, dtype: str) -> PrimE
     if mode == "index":
         return load(tir.min(tir.max(wrapped, 0), last))
     valid = (wrapped >= 0) & (wrapped < size)
-    fill = np.asarray(fill_value(dtype)).astype(dtypes.to_numpy(dtype)).item()
+    fill = fill_element(dtype, attrs.fill_value)
     return tir.if_then_else(valid, load(wrapped), as_expr(fill, dtype))
 
 
@@ -337,6 +358,7 @@ __all__ = [
     "TAKE_MODES",
     "StridedSliceAttrs",
     "TakeAttrs",
+    "fill_element",
     "fill_value",
     "slice_extent",
     "step_sign",

@@ -19,7 +19,9 @@ cumsum                bool -> int64, others unchanged
 ====================  ==================================================================
 
 ``max``, ``min``, ``argmax`` and ``argmin`` have no identity: reducing an empty axis is
-an error, so their shape rule requires the reduced size to be at least 1.
+an error, so their shape rule requires the reduced size to be at least 1. ``max`` and
+``min`` take jax's ``initial`` (a scalar already converted to the input's dtype by the
+wrapper): it joins the reduced elements, so empty axes then give ``initial``.
 """
 
 from __future__ import annotations
@@ -58,14 +60,21 @@ Dim = arith.Dim
 
 @dataclass(frozen=True, slots=True)
 class ReduceAttrs:
-    """Attributes of ``max`` and ``min``: the reduced axes (None: all) and ``keepdims``."""
+    """Attributes of ``max`` and ``min``: the reduced axes (None: all), ``keepdims`` and
+    ``initial`` (None, or a Python scalar that takes part in the reduction: the result is
+    ``max(initial, max(x))``, and an empty reduction gives ``initial``)."""
 
     axis: tuple[int, ...] | None = None
     keepdims: bool = False
+    initial: bool | int | float | None = None
 
     def __post_init__(self) -> None:
         check_axes("ReduceAttrs", self.axis)
         check_flag("ReduceAttrs", "keepdims", self.keepdims)
+        if self.initial is not None and not isinstance(self.initial, (bool, int, float)):
+            raise TypeError(
+                f"ReduceAttrs.initial must be a bool, int, float or None, got {self.initial!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,19 +308,27 @@ class Prod(_Accumulation):
 
 
 class _Extremum(AxesReduction):
-    """``max`` or ``min``: no identity, so empty axes are an error; ``numpy_reduce`` and
-    ``reducer`` name the reduction."""
+    """``max`` or ``min``: no identity, so empty axes are an error unless ``initial`` is
+    given; ``numpy_reduce``, ``reducer`` and ``combine`` name the reduction."""
 
     Attrs = ReduceAttrs
-    nonempty = True
     numpy_reduce: Callable[..., np.ndarray]
     reducer: Callable[..., object]
+    combine: Callable[[PrimExpr, PrimExpr], PrimExpr]
+
+    def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
+        (x,) = tensor_args(self.name, args, 1)
+        nonempty = attrs.initial is None
+        return reduce_info(ctx, x, attrs.axis, attrs.keepdims, x.dtype, nonempty)
 
     def result_dtype(self, dtype: str, attrs) -> str:
         return dtype
 
     def compute(self, x, axes, attrs, out):
-        return self.numpy_reduce(x, axis=axes, keepdims=True)
+        if attrs.initial is None:
+            return self.numpy_reduce(x, axis=axes, keepdims=True)
+        initial = initial_value(attrs.initial, out)
+        return self.numpy_reduce(x, axis=axes, keepdims=True, initial=initial)
 
     def work_dtype(self, out: str) -> str:
         return extremum_dtype(out)
@@ -322,6 +339,29 @@ class _Extremum(AxesReduction):
     def reduce_stage(self, x, axes, attrs, out, work, name):
         return axes.reduce(self.reducer, lambda i: convert(x[i], work), name)
 
+    def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
+        """Without ``initial``, one reduction stage; with it, the reduction then
+        ``combine(value, initial)``, and ``initial`` where the reduction is empty."""
+        if attrs.initial is None:
+            return super().lower(arg_infos, attrs, out_info)
+        _, x = single_input(arg_infos)
+        out = as_tensor_info(out_info).dtype
+        axes = ReducedAxes(x.shape, reduced_axes(self.name, attrs.axis, x.ndim))
+        work = self.work_dtype(out)
+        initial = as_expr(initial_value(attrs.initial, work).item(), work)
+        stage = self.reduce_stage(x, axes, attrs, out, work, "acc")
+
+        def finish(value: PrimExpr, kept: object) -> PrimExpr:
+            return self.combine(value, initial)
+
+        return finish_reduction(self.name, x, axes, stage, attrs.keepdims, out, finish, initial)
+
+
+def initial_value(initial: bool | int | float, dtype: str) -> np.ndarray:
+    """``initial`` as a 0-d array of ``dtype`` (the wrapper converted it already, so this
+    is exact; bool ``True``/``False`` compare as 1/0 in int8 kernels)."""
+    return np.asarray(initial).astype(dtypes.to_numpy(dtype))
+
 
 @register
 class Max(_Extremum):
@@ -330,6 +370,7 @@ class Max(_Extremum):
     name = "max"
     numpy_reduce = staticmethod(np.max)
     reducer = staticmethod(te.max)
+    combine = staticmethod(tmath.max)
 
 
 @register
@@ -339,6 +380,7 @@ class Min(_Extremum):
     name = "min"
     numpy_reduce = staticmethod(np.min)
     reducer = staticmethod(te.min)
+    combine = staticmethod(tmath.min)
 
 
 def extremum_dtype(dtype: str) -> str:
@@ -368,6 +410,7 @@ __all__ = [
     "extremum_dtype",
     "finish_reduction",
     "in_accumulator",
+    "initial_value",
     "nonempty_stage",
     "reduce_info",
     "when_nonempty",

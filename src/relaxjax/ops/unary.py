@@ -40,6 +40,7 @@ class UnaryOp(Op):
     """``f(x)`` applied to every element; the shape is unchanged."""
 
     pattern = "elementwise"
+    folds_scalars = True
     num_inputs = 1
 
     def input_dtype(self, x: OperandType) -> str:

@@ -28,6 +28,7 @@ from relaxjax.ir import (
     BlockBuilder,
     Expr,
     IRModule,
+    PrimInfo,
     StructInfo,
     TensorInfo,
     Tuple,
@@ -124,9 +125,12 @@ def trace_function(
 
 def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
     """``info`` as the caller may see it: a shape naming a symbol the tracer made up
-    means nothing outside the function, so it falls back to rank and dtype."""
+    means nothing outside the function, so it falls back to rank and dtype; a scalar
+    is a 0-d tensor."""
     if isinstance(info, TupleInfo):
         return TupleInfo(tuple(_public_info(f, internal) for f in info.fields))
+    if isinstance(info, PrimInfo):  # a scalar result is a 0-d array to the caller, as in jax
+        return TensorInfo((), info.dtype)
     if isinstance(info, TensorInfo) and info.shape is not None:
         names = {s.name for d in info.shape for s in arith.free_symbols(d)}
         if names & internal:

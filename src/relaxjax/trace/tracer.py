@@ -339,6 +339,9 @@ def emit(op_name: str, args: Sequence[object], attrs: object = None) -> Tracer |
         return _eager(op, args, attrs)
     location = user_location(2)
     operands = tuple(as_operand(trace, arg, op_name, i, location) for i, arg in enumerate(args))
+    folded = _fold_scalars(op, operands, attrs)
+    if folded is not None:
+        return Tracer(folded, trace)  # kept inline: later ops on it fold too
     try:
         var = trace.builder.call(op, operands, attrs, location=location)
     except RelaxError as err:
@@ -353,6 +356,32 @@ def constant(value: np.ndarray) -> Tracer | np.ndarray:
         return value
     location = user_location(2)
     return wrap(trace, trace.builder.emit(Constant(value), location=location), location)
+
+
+def dim_value(dim: arith.Expr) -> Tracer | None:
+    """A symbolic dim as a traced weakly typed int64 scalar (None outside a trace)."""
+    trace = current()
+    if trace is None:
+        return None
+    location = user_location(3)
+    operand = as_operand(trace, dim, "a symbolic dim used as a value", 0, location)
+    return wrap(trace, trace.builder.emit(operand, location=location), location)
+
+
+arith.set_value_of_dim(dim_value)
+
+
+def _fold_scalars(op: ops.Op, operands: tuple[Expr, ...], attrs: object) -> PrimValue | None:
+    """``op`` on Python scalars alone, as the weakly typed scalar jax gives (``sqrt(64)``
+    is a weak float64 8.0, so ``x_f32 / sqrt(64)`` stays float32); None otherwise."""
+    if not op.folds_scalars or not all(_is_python_scalar(o) for o in operands):
+        return None
+    result = np.asarray(op.reference(*(o.value for o in operands), attrs=attrs))
+    return PrimValue(result.item(), dtypes.canonical(result.dtype), weak=True)
+
+
+def _is_python_scalar(expr: Expr) -> bool:
+    return isinstance(expr, PrimValue) and expr.weak and isinstance(expr.value, bool | int | float)
 
 
 def wrap(trace: TraceState, var: Var, location: SourceLocation | None) -> Tracer | tuple:
