@@ -6,7 +6,9 @@ implementation builds its combined mask: ``local_window_size=(left, right)`` kee
 positions ``t - left <= s <= t + right``; ``query_seq_lengths`` and
 ``key_value_seq_lengths`` (int32, shape ``(B,)``) keep ``t < q_len[b]`` and
 ``s < kv_len[b]``, and query rows past ``q_len[b]`` of the result are zeroed. A row
-with no key kept attends uniformly to every key, as in jax.
+with no key kept attends uniformly to every key, as in jax. ``return_residual=True``
+also returns jax's logsumexp of the masked logits, recomputed from its definition by a
+short composition of ops (einsum, masking, max, exp, sum, log).
 
 >>> import relaxjax as relax, relaxjax.nn as rnn
 >>> q = relax.Tensor(("b", "t", 8, 64), "float32")
@@ -21,10 +23,17 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
-from relaxjax.ops.attention import AttentionAttrs
+from relaxjax.ops.attention import AttentionAttrs, logits_dtype
 from relaxjax.ops.creation import ArangeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs
-from relaxjax.ops.manipulate import ExpandDimsAttrs, SqueezeAttrs
+from relaxjax.ops.linalg import EinsumAttrs
+from relaxjax.ops.manipulate import (
+    ExpandDimsAttrs,
+    ReshapeAttrs,
+    SqueezeAttrs,
+    TransposeAttrs,
+)
+from relaxjax.ops.reduction import AccumulateAttrs, ReduceAttrs
 from relaxjax.trace import Tracer, emit
 
 __all__ = ["dot_product_attention"]
@@ -197,14 +206,13 @@ def dot_product_attention(
         is_causal=bool(is_causal),
         has_bias=bias is not None,
         has_mask=mask is not None,
-        return_residual=bool(return_residual),
     )
-    result = emit("dot_product_attention", tuple(operands), attrs)
-    if q_lengths is None:
-        return result
-    out, residual = result if return_residual else (result, None)
-    out = _zero_padded_queries(out, query, q_lengths)
-    return out if residual is None else (out, residual)
+    out = emit("dot_product_attention", tuple(operands), attrs)
+    if q_lengths is not None:
+        out = _zero_padded_queries(out, query, q_lengths)
+    if not return_residual:
+        return out
+    return out, _residual(query, key, bias, mask, attrs)
 
 
 def _zero_padded_queries(out: object, query: object, q_lengths: object) -> object:
@@ -213,3 +221,85 @@ def _zero_padded_queries(out: object, query: object, q_lengths: object) -> objec
     if len(_shape(query)) < 4:
         keep = emit("squeeze", (keep,), SqueezeAttrs((0,)))
     return emit("multiply", (out, emit("astype", (keep,), AstypeAttrs(_dtype(query)))))
+
+
+# --------------------------------------------------------------------------- residual
+
+
+def _astype(x: object, dtype: str) -> object:
+    return x if _dtype(x) == dtype else emit("astype", (x,), AstypeAttrs(dtype))
+
+
+def _as_4d(x: object) -> object:
+    ndim = len(_shape(x))
+    return x if ndim == 4 else _expand(x, tuple(range(4 - ndim)))
+
+
+def _logits(query: object, key: object, dtype: str) -> object:
+    """``(B, N, T, S)`` products of queries and keys in ``dtype``, query head ``n``
+    meeting key head ``n // (N // K)``."""
+    query, key = _astype(_as_4d(query), dtype), _astype(_as_4d(key), dtype)
+    batch, target, heads, width = _shape(query)
+    kv_heads = _shape(key)[2]
+    if arith.compare(heads, "==", kv_heads) is True:
+        return emit("einsum", (query, key), EinsumAttrs("btnh,bsnh->bnts"))
+    groups = heads // kv_heads
+    grouped = emit("reshape", (query,), ReshapeAttrs((batch, target, kv_heads, groups, width)))
+    logits = emit("einsum", (grouped, key), EinsumAttrs("btkgh,bskh->bkgts"))
+    return emit("reshape", (logits,), ReshapeAttrs((batch, heads, target, _shape(key)[1])))
+
+
+def _scale(width: Dim, scale: float | None, dtype: str) -> object:
+    """The logit scale as a ``dtype`` scalar (``1 / sqrt(H)`` by default)."""
+    if scale is not None:
+        return np.asarray(scale).astype(dtypes.to_numpy(dtype))
+    if isinstance(width, int):
+        return np.asarray(1.0 / np.sqrt(width)).astype(dtypes.to_numpy(dtype))
+    root = emit("sqrt", (emit("astype", (width,), AstypeAttrs("float64")),))
+    return _astype(emit("divide", (1.0, root)), dtype)
+
+
+def _large_negative(dtype: str) -> np.ndarray:
+    """jax's masked-out logit: ``-0.7`` times the largest finite value of ``dtype``,
+    capped at float32's."""
+    largest = min(float(np.finfo(dtypes.to_numpy(dtype)).max), float(np.finfo(np.float32).max))
+    return np.asarray(-0.7 * largest).astype(dtypes.to_numpy(dtype))
+
+
+def _causal_mask(target: Dim, source: Dim) -> object:
+    """``(1, 1, T, S)``: ``s <= t``."""
+    t = _expand(_positions(target), (1,))
+    s = _expand(_positions(source), (0,))
+    return _expand(emit("less_equal", (s, t)), (0, 1))
+
+
+def _masked_logits(query, key, bias, mask, attrs: AttentionAttrs) -> object:
+    """jax's padded logits: scaled, biased, masked by the large negative number, as
+    float32 ``(B, N, T, S)``."""
+    dtype = logits_dtype(_dtype(key))
+    logits = _logits(query, key, dtype)
+    logits = emit("multiply", (logits, _scale(_shape(query)[-1], attrs.scale, dtype)))
+    if bias is not None:
+        logits = _astype(emit("add", (logits, bias)), dtype)
+    keep = mask
+    if attrs.is_causal:
+        causal = _causal_mask(_shape(query)[-3], _shape(key)[-3])
+        keep = causal if keep is None else emit("logical_and", (_ensure_4d(keep), causal))
+    if keep is not None:
+        logits = emit("where", (keep, logits, _large_negative(dtype)))
+    return _astype(logits, "float32")
+
+
+def _residual(query, key, bias, mask, attrs: AttentionAttrs) -> object:
+    """jax's residual: ``logsumexp`` of the padded float32 logits over the keys, in the
+    key's dtype, laid out as ``query.shape[:-1]``."""
+    logits = _masked_logits(query, key, bias, mask, attrs)
+    peak = emit("max", (logits,), ReduceAttrs((3,), True, -np.inf))
+    finite = emit("less", (emit("abs", (peak,)), np.inf))
+    peak = emit("where", (finite, peak, np.float32(0)))
+    exps = emit("exp", (emit("subtract", (logits, peak)),))
+    total = emit("sum", (exps,), AccumulateAttrs((3,), False))
+    peak = emit("squeeze", (peak,), SqueezeAttrs((3,)))
+    lse = _astype(emit("add", (emit("log", (total,)), peak)), _dtype(key))
+    lse = emit("transpose", (lse,), TransposeAttrs((0, 2, 1)))  # (B, N, T) -> (B, T, N)
+    return emit("reshape", (lse,), ReshapeAttrs(tuple(_shape(query)[:-1])))

@@ -364,8 +364,6 @@ def take(
     _no_out("jnp.take", out)
     del unique_indices, indices_are_sorted
     mode = "fill" if mode is None else mode
-    if mode == "raise":
-        raise NotImplementedError("take: mode='raise' is not supported (as in jax)")
     if mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"take: invalid mode {mode!r} (expected 'fill', 'clip' or 'wrap')")
     fill = _static_scalar("take fill_value", fill_value) if mode == "fill" else None

@@ -282,3 +282,38 @@ def test_schedule_kernels_schedules_every_kernel_of_a_module():
     rules = {name: dict(k.attrs)[RULE_ATTR] for name, k in scheduled.kernels().items()}
     assert rules == {"mm": "matmul", "norm": "reduction"}
     assert schedule_kernels(scheduled) is scheduled
+
+
+# ------------------------------------------------------------------------------ approx
+
+
+def test_float32_tanh_becomes_a_vectorisable_rational_function():
+    x = te.placeholder((N,), "float32", "x")
+    y = te.compute((N,), lambda i: tir.tanh(x[i]) * 0.5, name="y")
+    func = te.create_prim_func([x, y], name="half_tanh")
+    scheduled = default_schedule(func)
+    text = str(scheduled)
+    assert " tanh(" not in text and "min(max(x[" in text
+    values = np.concatenate(
+        [np.linspace(-12, 12, 4001), [0.0, 1e-30, -1e-8, np.inf, -np.inf, np.nan]]
+    ).astype(np.float32)
+    got = run(scheduled, values)
+    expected = (np.tanh(values.astype(np.float64)) * 0.5).astype(np.float32)
+    np.testing.assert_allclose(got, expected, rtol=5e-7, atol=1e-37)
+    assert np.isnan(got[-1])
+
+
+def test_tanh_of_other_dtypes_is_left_to_the_math_library():
+    x = te.placeholder((N,), "float64", "x")
+    y = te.compute((N,), lambda i: tir.tanh(x[i]), name="y")
+    assert "tanh(x[" in str(default_schedule(te.create_prim_func([x, y], name="t64")))
+
+
+def test_tanh_coefficients_are_lamberts_convergent():
+    from relaxjax.schedule.rules.approx import tanh_coefficients
+
+    numerator, denominator = tanh_coefficients(2)
+    # tanh(x) ~ x (15 + x^2) / (15 + 6 x^2): the second convergent of Lambert's fraction.
+    assert (numerator, denominator) == ((15, 1), (15, 6))
+    k, h = tanh_coefficients()
+    assert len(k) == len(h) == 7 and h[0] == k[0]

@@ -10,9 +10,7 @@ logits are computed in ``promote(dtype, float32)``, masked-out logits become a l
 negative number, the softmax runs in float32 and its probabilities are converted to
 the key's dtype before the product with the value, exactly as jax does. The bias and
 the boolean mask (True: attend) broadcast to ``(B, N, T, S)``; ``is_causal`` keeps
-``s <= t``. The result has the query's shape and dtype. With ``return_residual`` the op
-returns ``(result, residual)``, the residual being jax's logsumexp of the masked float32
-logits over the keys, in the key's dtype, of shape ``query.shape[:-1]`` (``(B, T, N)``).
+``s <= t``. The result has the query's shape and dtype.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith, dtypes, tir
-from relaxjax.ir import Check, StructInfo, TensorInfo, TupleInfo
+from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ops.base import (
     InferContext,
     Op,
@@ -45,22 +43,20 @@ Dim = arith.Dim
 @dataclass(frozen=True, slots=True)
 class AttentionAttrs:
     """Attributes of ``dot_product_attention``: the logit ``scale`` (None: ``1/sqrt(H)``),
-    ``is_causal``, whether the optional ``bias`` and ``mask`` operands follow
-    ``query, key, value`` (in that order), and ``return_residual`` (also return the
-    logsumexp residual)."""
+    ``is_causal``, and whether the optional ``bias`` and ``mask`` operands follow
+    ``query, key, value`` (in that order)."""
 
     scale: float | None = None
     is_causal: bool = False
     has_bias: bool = False
     has_mask: bool = False
-    return_residual: bool = False
 
     def __post_init__(self) -> None:
         if self.scale is not None:
             if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)):
                 raise TypeError(f"AttentionAttrs.scale must be a float or None, got {self.scale!r}")
             object.__setattr__(self, "scale", float(self.scale))
-        for name in ("is_causal", "has_bias", "has_mask", "return_residual"):
+        for name in ("is_causal", "has_bias", "has_mask"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"AttentionAttrs.{name} must be a bool, got {getattr(self, name)!r}"
@@ -124,9 +120,9 @@ class DotProductAttention(Op):
             if info.ndim is not None and info.ndim > 4:
                 ctx.fail(f"{name} must have rank <= 4, got shape {info_text(info)}")
         if any(info.shape is None for info in infos):
-            return _with_residual(attrs, TensorInfo(dtype=query.dtype, ndim=query.ndim))
+            return TensorInfo(dtype=query.dtype, ndim=query.ndim)
         self._require_shapes(ctx, named)
-        return _with_residual(attrs, query)
+        return query
 
     def _require_shapes(self, ctx: InferContext, named: dict[str, TensorInfo]) -> None:
         batch, source, heads, width = as_4d(named["key"].shape)
@@ -175,22 +171,7 @@ class DotProductAttention(Op):
             mask=None if mask is None else np.asarray(mask),
             scale=attrs.scale,
             is_causal=attrs.is_causal,
-            return_residual=attrs.return_residual,
         )
-
-
-def _with_residual(attrs: AttentionAttrs, out: TensorInfo) -> StructInfo:
-    """The op's result: ``out``, or ``(out, residual)`` with the residual's info
-    (``out``'s shape without the last axis)."""
-    if not attrs.return_residual:
-        return out
-    if out.shape is not None:
-        residual = TensorInfo(out.shape[:-1], out.dtype)
-    elif out.ndim is not None:
-        residual = TensorInfo(dtype=out.dtype, ndim=out.ndim - 1)
-    else:
-        residual = TensorInfo(dtype=out.dtype)
-    return TupleInfo([out, residual])
 
 
 def _trailing(tensor: te.Tensor, indices: Sequence[object]) -> PrimExpr:
@@ -288,35 +269,7 @@ def attention_kernel(
     out = te.compute(query.shape, weighted, name=name if work == dtype and not empty else "acc")
     if work != dtype or empty:
         out = nonempty_stage(name, out, source, as_expr(0, work), dtype)
-    if not attrs.return_residual:
-        return te.create_prim_func([*inputs, out], name=name)
-    residual = _residual_stage(logits, peak, query.shape, source, dtype)
-    return te.create_prim_func([*inputs, out, residual], name=name)
-
-
-def _residual_stage(
-    logits: te.Tensor, peak: te.Tensor, shape: Sequence[Dim], source: Dim, dtype: str
-) -> te.Tensor:
-    """jax's ``logsumexp`` of the float32 ``logits`` over the keys, laid out as the
-    query without its last axis: ``log(sum(exp(l - m))) + m`` with ``m`` the row max,
-    or 0 where that is not finite."""
-
-    def finite_peak(b, n, t) -> PrimExpr:
-        value = peak[b, n, t]
-        return tir.select(tir.isfinite(value), value, as_expr(0.0, "float32"))
-
-    def row_sum(b, n, t):
-        s = te.reduce_axis(source, "s")
-        return te.sum(tir.exp(logits[b, n, t, s] - finite_peak(b, n, t)), axis=s)
-
-    sums = te.compute(tuple(logits.shape[:3]), row_sum, name="lse_total")
-
-    def residual(*indices: object) -> PrimExpr:
-        b, t, n = (0,) * (4 - len(shape)) + tuple(indices)
-        total = when_nonempty(source, sums[b, n, t], as_expr(0.0, "float32"))
-        return convert(tir.log(total) + finite_peak(b, n, t), dtype)
-
-    return te.compute(tuple(shape[:-1]), residual, name="residual")
+    return te.create_prim_func([*inputs, out], name=name)
 
 
 def attention_reference(
@@ -327,8 +280,7 @@ def attention_reference(
     mask: np.ndarray | None = None,
     scale: float | None = None,
     is_causal: bool = False,
-    return_residual: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+) -> np.ndarray:
     """The numpy ground truth of :class:`DotProductAttention` (jax's algorithm)."""
     dtype = dtypes.canonical(key.dtype)
     q = query.reshape(as_4d(query.shape))
@@ -336,10 +288,7 @@ def attention_reference(
     v = value.reshape(as_4d(value.shape))
     batch, target, heads, width = q.shape
     if k.shape[1] == 0 or q.size == 0:  # no keys: an empty weighted sum
-        out = np.zeros(query.shape, dtypes.to_numpy(dtype))
-        if not return_residual:
-            return out
-        return out, np.full(query.shape[:-1], -np.inf, dtypes.to_numpy(dtype))
+        return np.zeros(query.shape, dtypes.to_numpy(dtype))
     groups = heads // k.shape[2]
     compute = dtypes.to_numpy(logits_dtype(dtype))
     wide = np.float64
@@ -359,17 +308,11 @@ def attention_reference(
         largest = min(float(np.finfo(compute).max), float(np.finfo(np.float32).max))
         logits = np.where(keep, logits, np.asarray(-0.7 * largest).astype(compute))
     shifted = logits.astype(np.float32)
-    peak = np.max(shifted, axis=-1, keepdims=True)
-    weights = np.exp(shifted - peak)
+    shifted = shifted - np.max(shifted, axis=-1, keepdims=True)
+    weights = np.exp(shifted)
     probs = (weights / np.sum(weights, axis=-1, keepdims=True)).astype(dtypes.to_numpy(dtype))
     out = np.einsum("bnts,bsnh->btnh", probs.astype(wide), v_heads)
-    out = out.astype(dtypes.to_numpy(dtype)).reshape(query.shape)
-    if not return_residual:
-        return out
-    finite = np.where(np.isfinite(peak), peak, np.float32(0))
-    lse = np.log(np.sum(np.exp(shifted - finite), axis=-1)) + finite[..., 0]
-    residual = np.transpose(lse, (0, 2, 1)).astype(dtypes.to_numpy(dtype))
-    return out, residual.reshape(query.shape[:-1])
+    return out.astype(dtypes.to_numpy(dtype)).reshape(query.shape)
 
 
 __all__ = ["attention_kernel", "AttentionAttrs", "as_4d", "attention_reference", "logits_dtype"]

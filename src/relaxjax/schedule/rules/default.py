@@ -4,7 +4,8 @@ A rule is a function ``(func, target) -> PrimFunc | None`` that returns ``None``
 it does not apply. ``default_schedule`` tries :data:`CPU_RULES` in order and keeps the
 first result that passes validation; when none applies, or a rule fails (a
 primitive refused, or the result does not keep the kernel's signature), the
-unscheduled kernel is returned — always correct, only slower. The chosen rule is
+unscheduled kernel is returned — always correct, only slower. Float32 ``tanh`` is
+replaced by a vectorisable approximation (:mod:`.approx`) either way. The chosen rule is
 recorded in the kernel's attrs as ``schedule_rule``, so ``print(kernel)`` says how a
 kernel was scheduled::
 
@@ -27,9 +28,11 @@ from dataclasses import dataclass
 
 from relaxjax.errors import RelaxError
 from relaxjax.ir import IRModule
+from relaxjax.schedule.rules.approx import approximate_tanh
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
 from relaxjax.schedule.rules.reduction import reduction_rule
+from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
 
 __all__ = [
@@ -69,7 +72,14 @@ def is_scheduled(func: PrimFunc) -> bool:
     return RULE_ATTR in dict(func.attrs)
 
 
-def _with_rule(func: PrimFunc, name: str) -> PrimFunc:
+def _finish(func: PrimFunc, name: str, target: object) -> PrimFunc:
+    """The chosen kernel, its math made vectorisable and its rule recorded."""
+    try:
+        fast_tanh = cpu_params(target).fast_tanh
+    except ValueError:
+        fast_tanh = False
+    if fast_tanh:
+        func = approximate_tanh(func)
     return func.with_attrs({**dict(func.attrs), RULE_ATTR: name})
 
 
@@ -98,8 +108,8 @@ def default_schedule(
                 raise
             continue
         if scheduled is not None and _valid(func, scheduled):
-            return _with_rule(scheduled, name)
-    return _with_rule(func, "none")
+            return _finish(scheduled, name, target)
+    return _finish(func, "none", target)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,10 @@ __all__ = ["matmul_rule"]
 
 
 def _schedule_init(sch: Schedule, match: MatmulMatch, lanes: int) -> None:
-    if match.init is not None:
-        schedule_spatial(sch, sch.get_block(match.init.name), lanes)
+    """The separate init and epilogue nests, if any: parallel rows, vector columns."""
+    for nest in (match.init, match.epilogue):
+        if nest is not None:
+            schedule_spatial(sch, sch.get_block(nest.name), lanes)
 
 
 def _decompose(sch: Schedule, block: BlockRV, loop: LoopRV, lanes: int) -> None:

@@ -121,13 +121,16 @@ class MatmulMatch:
 
     ``update`` is the nest of the reduction (loops ``batch + (i, j, k)``); ``init`` the
     separate nest that zeroes ``C`` when the compute builder split it off (None when the
-    update block has its own ``init``).
+    update block has its own ``init``). ``output`` is the buffer the reduction
+    accumulates into; when that is an intermediate, ``epilogue`` is the elementwise nest
+    that turns it into the kernel's output (e.g. the op's ``k == 0`` case).
     """
 
     update: Nest
     init: Nest | None
     output: Buffer
     right_operands: tuple[Buffer, ...] = ()
+    epilogue: Nest | None = None
 
     @property
     def batch(self) -> tuple[For, ...]:
@@ -222,18 +225,41 @@ def _is_init_of(nest: Nest, output: Buffer, update: Nest) -> bool:
     )
 
 
+def _is_epilogue_of(nest: Nest, accumulator: Buffer, update: Nest, output: Buffer) -> bool:
+    """An elementwise nest over the update's spatial domain writing the kernel output."""
+    if nest.is_reduction or nest.written() != (output,):
+        return False
+    extents = [lp.extent for lp in update.loops[:-1]]
+    same_domain = len(nest.loops) == len(extents) and all(
+        arith.compare(lp.extent, "==", e) is True for lp, e in zip(nest.loops, extents)
+    )
+    reads = {region.buffer for region in nest.block.reads}
+    return same_domain and accumulator in reads
+
+
 def match_matmul(func: PrimFunc) -> MatmulMatch | None:
-    """The matrix product ``func`` computes, or None when it is not one."""
+    """The matrix product ``func`` computes, or None when it is not one: nests
+    ``[init], update, [epilogue]`` (see :class:`MatmulMatch`)."""
     nests = simple_nests(func)
-    if nests is None or len(nests) not in (1, 2):
+    if nests is None or len(func.outputs) != 1:
         return None
-    update = nests[-1]
+    position = next((i for i, n in enumerate(nests) if n.is_reduction), None)
+    if position is None or position > 1 or len(nests) - position > 2:
+        return None
+    update = nests[position]
     block = update.block
     kinds = update.kinds()
     if len(kinds) < 3 or kinds[-1] != "reduce" or "reduce" in kinds[:-1]:
         return None
     store = _update_store(block)
-    if store is None or len(func.outputs) != 1 or store.buffer != func.outputs[0]:
+    if store is None:
+        return None
+    epilogue = nests[position + 1] if position + 1 < len(nests) else None
+    if epilogue is None and store.buffer != func.outputs[0]:
+        return None
+    if epilogue is not None and not _is_epilogue_of(
+        epilogue, store.buffer, update, func.outputs[0]
+    ):
         return None
     names = [iv.var.name for iv in block.iter_vars]
     batch, (vi, vj, vk) = set(names[:-3]), names[-3:]
@@ -241,10 +267,10 @@ def match_matmul(func: PrimFunc) -> MatmulMatch | None:
     if right is None:
         return None
     init = None
-    if len(nests) == 2:
+    if position == 1:
         if block.init is not None or not _is_init_of(nests[0], store.buffer, update):
             return None
         init = nests[0]
     elif block.init is None:
         return None
-    return MatmulMatch(update, init, store.buffer, right)
+    return MatmulMatch(update, init, store.buffer, right, epilogue)

@@ -360,13 +360,7 @@ def stage(func: PrimFunc, loop: str, buffer: str, scope: str = "local") -> PrimF
         if not all(_same_hull(hull, h) for h in hulls[1:]):
             raise _fail(f"the accesses of {buffer} under loop {loop} touch different parts")
         shape = tuple(_storage_extent(extent) for extent in hull.extent)
-        import os
-
-        pad = int(os.environ.get("PAD", 0))
-        strides = None
-        if pad and len(shape) == 2 and isinstance(shape[1], int) and shape[1] > 64:
-            strides = (shape[1] + pad, 1)
-        local = Buffer(_fresh(f"{buffer}_{scope}", names), shape, target.dtype, strides, scope)
+        local = Buffer(_fresh(f"{buffer}_{scope}", names), shape, target.dtype, None, scope)
         body = _Redirect(target, local, hull.base).visit_stmt(node.body)
         writes = [a for a in accesses if a.is_write]
         private = temporary and len(all_accesses) == len(accesses)

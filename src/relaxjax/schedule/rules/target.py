@@ -30,7 +30,8 @@ class CpuParams:
     spill with AVX2, so AVX2-only targets use 4 rows); ``gemv_block``: columns per
     thread chunk of a matrix-vector-like product; ``min_parallel_extent``: the
     smallest loop worth running on several threads (the backend also skips tiny
-    parallel loops at run time).
+    parallel loops at run time); ``fast_tanh``: float32 ``tanh`` computed by a
+    vectorisable rational approximation (:mod:`.approx`) instead of ``tanhf``.
     """
 
     vector_bits: int = _PLANNED_VECTOR_BITS
@@ -38,6 +39,7 @@ class CpuParams:
     matmul_vectors: int = 4
     gemv_block: int = 512
     min_parallel_extent: int = 2
+    fast_tanh: bool = True
 
     def lanes(self, dtype: str) -> int:
         """Elements of ``dtype`` per vector (at least 1)."""
