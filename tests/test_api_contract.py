@@ -1111,35 +1111,9 @@ def test_op_exists_with_jax_parameter_names_and_defaults(module, name):
 
 
 # Open contract gaps (ops package): jax keywords these wrappers do not accept yet.
-_MISSING_JAX_KEYWORDS = {
-    "einsum": "optimize",
-    "reshape": "copy",
-    "take": "unique_indices, indices_are_sorted, fill_value",
-    "sum": "initial, where, promote_integers",
-    "mean": "where",
-    "max": "initial, where",
-    "min": "initial, where",
-    "prod": "initial, where, promote_integers",
-    "var": "where, mean",
-    "dot_product_attention": "query_seq_lengths, key_value_seq_lengths, local_window_size, ...",
-}
 
 
-@pytest.mark.parametrize(
-    "module, name",
-    [
-        pytest.param(
-            module,
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason=f"ops: {name} lacks jax's {_MISSING_JAX_KEYWORDS[name]}"
-            ),
-        )
-        if name in _MISSING_JAX_KEYWORDS
-        else (module, name)
-        for module, name in OP_PARAMS
-    ],
-)
+@pytest.mark.parametrize("module, name", OP_PARAMS)
 def test_op_accepts_every_jax_keyword(module, name):
     _, ours_params, theirs_params = _signatures(module, name)
     if theirs_params is None or any(p.kind is p.VAR_KEYWORD for p in ours_params.values()):
@@ -2261,7 +2235,6 @@ def test_nan_and_inf_propagate_like_jax():
     check_against_jax(body, x, y)
 
 
-@pytest.mark.xfail(strict=True, reason="nn.softmax/log_softmax reject jax's where= argument")
 def test_softmax_of_fully_masked_row_like_jax():
     x = f32(2, 3, 4, seed=52)
     mask = np.ones((2, 1, 4), bool)
