@@ -4,6 +4,7 @@ storage_align. Each: the expected loop nest, a trace round trip, and equivalence
 the unscheduled kernel (reference interpreter, several symbol values); each refusal
 with its message."""
 
+import numpy as np
 import pytest
 from sched_kernels import (
     assert_equivalent,
@@ -20,6 +21,7 @@ from sched_kernels import (
 
 from relaxjax import schedule
 from relaxjax.schedule import ScheduleError
+from relaxjax.tir.interpreter import run
 
 
 def check(sch):
@@ -457,6 +459,96 @@ def test_rfactor_outer_loop(kernel):
     k0, _ = sch.split(k, factors=[None, 3])
     sch.rfactor(k0)
     check(sch)
+
+
+RFACTOR_COMPUTED_AT = """\
+        for ax_v_i_wb in range(n):
+            for ax_v_k_0 in range((m + 7) // 8):
+                for ax_v_k_1 in range(8):
+                    with block("S_rf"):
+                        v_i_rf = axis.spatial(n, ax_v_i_wb)
+                        v_k_0 = axis.reduce((m + 7) // 8, ax_v_k_0)
+                        v_k_1 = axis.spatial(8, ax_v_k_1)
+                        where(ax_v_k_0 * 8 + ax_v_k_1 < m)"""
+
+
+def rfactor_of_a_split_rowsum(factors):
+    """rowsum with its reduction split by ``factors`` (not dividing ``m``), rfactored
+    over the innermost part: the partial sums' predicate hides points of their domain."""
+    sch = schedule.Schedule(rowsum())
+    _, k = sch.get_loops(sch.get_block("S"))
+    parts = sch.split(k, factors=factors)
+    return sch, sch.rfactor(parts[-1])
+
+
+def test_compute_at_after_rfactor_keeps_the_split_predicate():
+    sch, rf = rfactor_of_a_split_rowsum([None, 8])
+    row, _ = sch.get_loops(sch.get_block("S"))
+    sch.compute_at(rf, row)
+    assert RFACTOR_COMPUTED_AT in str(sch.func)
+    a = np.random.default_rng(0).standard_normal((3, 13)).astype("float32")
+    np.testing.assert_allclose(run(sch.func, a), a.sum(axis=1), rtol=1e-5)
+    check(sch)
+
+
+@pytest.mark.parametrize("factors", [[None, 2, 4], [None, 3, 2], [2, None]])
+def test_compute_at_after_rfactor_of_a_multi_level_split(factors):
+    sch, rf = rfactor_of_a_split_rowsum(factors)
+    row, _ = sch.get_loops(sch.get_block("S"))
+    sch.compute_at(rf, row)
+    assert "where(" in str(sch.func).split('with block("S_rf")')[1]
+    check(sch)
+
+
+def test_compute_at_after_rfactor_and_a_split_of_the_partial_nest():
+    sch, rf = rfactor_of_a_split_rowsum([None, 4])
+    _, _, k1 = sch.get_loops(rf)
+    sch.split(k1, factors=[None, 3])
+    row, _ = sch.get_loops(sch.get_block("S"))
+    sch.compute_at(rf, row)
+    assert "where(ax_v_k_0 * 4 + ax_v_k_1 < m)" in str(sch.func)
+    check(sch)
+
+
+def test_compute_at_refuses_a_partial_nest_whose_predicate_it_cannot_invert():
+    sch, rf = rfactor_of_a_split_rowsum([None, 4])
+    _, _, k1 = sch.get_loops(rf)
+    sch.split(k1, factors=[None, 3])
+    fused = sch.fuse(*sch.get_loops(rf)[1:3])
+    sch.split(fused, factors=[None, 5])
+    row, _ = sch.get_loops(sch.get_block("S"))
+    before = sch.func
+    with pytest.raises(ScheduleError) as err:
+        sch.compute_at(rf, row)
+    assert str(err.value).startswith("compute_at: block 'S_rf' has the predicate ")
+    assert str(err.value).endswith(
+        "which cannot be expressed over its iterators; it cannot be moved"
+    )
+    assert sch.func is before
+    check(sch)
+
+
+def test_domain_predicate_refuses_a_predicate_the_bindings_do_not_determine():
+    from relaxjax import arith, tir
+    from relaxjax.schedule.predicate import domain_predicate
+    from relaxjax.tir.expr import IndexExpr, binop
+    from relaxjax.tir.stmt import Block, BlockRealize, BufferStore, For, IterVar
+
+    i, v = arith.syms("i v_i")
+    out = tir.Buffer("B", (4,), "float32")
+    store = BufferStore(out, tir.const(1.0, "float32"), (v,))
+    block = Block("B", (IterVar(v, 4, "spatial"),), (), (), None, store)
+    guard = binop("<", IndexExpr(i), IndexExpr(5))
+    realize = BlockRealize((i % 4,), guard, block)
+    loop = For(i, 0, 8, "serial", realize)
+    with pytest.raises(ScheduleError) as err:
+        domain_predicate("compute_at", realize, (loop,))
+    assert str(err.value) == (
+        "compute_at: block 'B' has the predicate i < 5, which cannot be expressed over its "
+        "iterators; it cannot be moved"
+    )
+    implied = BlockRealize((i,), binop("<", IndexExpr(i), IndexExpr(4)), block)
+    assert domain_predicate("compute_at", implied, (For(i, 0, 8, "serial", implied),)) is None
 
 
 def test_decompose_reduction_refuses_a_loop_inside_the_reduction():

@@ -191,6 +191,37 @@ def test_reorder_after_fuse_and_split():
     check(sch)
 
 
+@pytest.mark.parametrize("kernel", [elementwise, rowsum, matmul])
+def test_reorder_moves_a_loop_of_extent_one_anywhere(kernel):
+    sch = schedule.Schedule(kernel())
+    (block,) = sch.get_child_blocks(sch.get_block("root"))
+    loops = sch.get_loops(block)
+    _, one = sch.split(loops[-1], factors=[None, 1])
+    sch.reorder(one, loops[0])
+    assert [lp.name for lp in sch.get_loops(block)][0] == one.name
+    check(sch)
+
+
+def test_a_loop_of_extent_one_does_not_hide_its_neighbours_iterations():
+    sch = schedule.Schedule(elementwise())
+    _, j = loops_of(sch)
+    j0, j1 = sch.split(j, factors=[None, 1])
+    sch.parallel(j1)
+    sch.vectorize(j0)
+    assert "for j_0 in vectorized(m)" in str(sch.func)
+    check(sch)
+
+
+def test_a_reduction_loop_of_extent_one_carries_nothing():
+    sch = schedule.Schedule(rowsum())
+    _, k = sch.get_loops(sch.get_block("S"))
+    k0, k1 = sch.split(k, factors=[None, 1])
+    sch.parallel(k1)
+    with pytest.raises(ScheduleError, match="cannot parallelize loop k_0: loop k_0 is a reduction"):
+        sch.parallel(k0)
+    check(sch)
+
+
 def test_tile_is_split_and_reorder():
     sch = schedule.Schedule(elementwise())
     i, j = loops_of(sch)

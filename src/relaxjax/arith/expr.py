@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import keyword
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -50,7 +51,6 @@ RESERVED_NAMES = frozenset({"min", "max"})
 _COMPARISON_SYMBOLS = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 
 
-
 #: Turns a dim into a traced value (a weakly typed int64 scalar) while a trace is in
 #: progress, else returns None. Set by the tracer with :func:`set_value_of_dim`: arith
 #: sits below the tracer and must not import it.
@@ -62,7 +62,8 @@ def set_value_of_dim(fn: Callable[[Expr], object] | None) -> None:
     global _VALUE_OF_DIM
     _VALUE_OF_DIM = fn
 
-class Expr:
+
+class Expr(ABC):
     """A non-constant symbolic integer expression in canonical form.
 
     Build expressions from symbols (:func:`relaxjax.arith.sym`) and ints with
@@ -79,8 +80,9 @@ class Expr:
     __slots__ = ("_hash", "_text", "_symbols", "_signature", "_interval", "__weakref__")
     _rank: ClassVar[int] = 0
 
+    @abstractmethod
     def _key(self) -> tuple:
-        raise NotImplementedError
+        """The structural identity of this node (its children and payload)."""
 
     def _init_cache(self) -> None:
         object.__setattr__(self, "_hash", hash((type(self).__name__, *self._key())))
@@ -134,12 +136,13 @@ class Expr:
     def __repr__(self) -> str:
         return str(self)
 
+    @abstractmethod
     def _render(self) -> str:
-        raise NotImplementedError
+        """The canonical text of this node."""
 
+    @abstractmethod
     def children(self) -> tuple[Dim, ...]:
         """The operand dims of this node (atoms of a Poly's terms; a/b of a division)."""
-        raise NotImplementedError
 
     def sort_key(self) -> tuple[int, str]:
         """The key that orders atoms in the canonical form."""
@@ -189,7 +192,10 @@ class Expr:
     def __pow__(self, exponent: object) -> Dim:
         if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent >= 0:
             return _algebra.power(self, exponent)
-        return self._as_value_op("__pow__", exponent)
+        value = self._as_value_op("__pow__", exponent)  # x.shape[-1] ** -0.5 while tracing
+        if value is NotImplemented and isinstance(exponent, int):
+            return _algebra.power(self, exponent)  # raises, saying why a negative power fails
+        return value
 
     def __truediv__(self, other: object) -> object:
         return self._as_value_op("__truediv__", other)
@@ -339,8 +345,9 @@ class _Interned(Expr):
         return node
 
     @staticmethod
+    @abstractmethod
     def _children_of(fields: tuple) -> tuple[Dim, ...]:
-        raise NotImplementedError
+        """The operand dims given a node's fields."""
 
     def children(self) -> tuple[Dim, ...]:
         return self._children_of(self._key())

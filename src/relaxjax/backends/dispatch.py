@@ -15,6 +15,7 @@ def build(
     func_or_funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
     target: str | llvm.Target = "llvm",
     fast_math: bool = False,
+    contract: bool = True,
 ) -> llvm.CompiledKernel | dict[str, llvm.CompiledKernel]:
     """Compile loop-level kernels for ``target`` into callable kernels.
 
@@ -26,7 +27,7 @@ def build(
     >>> y = kernel(x)                         # doctest: +SKIP
     """
     if isinstance(target, llvm.Target) or target == "llvm":
-        return llvm.build(func_or_funcs, target, fast_math)
+        return llvm.build(func_or_funcs, target, fast_math, contract)
     if target == "cuda":
         raise LoweringError("target 'cuda' is not yet supported by relaxjax.backends.build")
     raise LoweringError(f"unknown target {target!r}; expected 'llvm' or 'cuda'")

@@ -4,6 +4,7 @@ An empty reduction is an error."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,9 +45,9 @@ class _ArgReduction(Op):
         axis = None if attrs.axis is None else (attrs.axis,)
         return reduce_info(ctx, x, axis, attrs.keepdims, "int64", nonempty=True)
 
+    @abstractmethod
     def pick(self, x: np.ndarray, axis: int | None) -> np.ndarray:
         """numpy's argmax or argmin."""
-        raise NotImplementedError
 
     reducer = None  # te.argmax or te.argmin
 

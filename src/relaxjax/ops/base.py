@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, NoReturn
 
@@ -63,7 +64,7 @@ def fail(op_name: str, message: str) -> NoReturn:
 # --------------------------------------------------------------------------- ops
 
 
-class Op:
+class Op(ABC):
     """Base of every operator. Subclasses are singletons created by :func:`register`.
 
     Subclasses set ``name`` (the registry key and the printed name), ``Attrs`` (a
@@ -86,13 +87,13 @@ class Op:
             Op._instances[cls] = super().__new__(cls)
         return Op._instances[cls]
 
+    @abstractmethod
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         """The struct info of the result (sound, best effort); see the module docstring."""
-        raise NotImplementedError(f"op {self.name!r} has no shape rule")
 
+    @abstractmethod
     def reference(self, *arrays: np.ndarray, attrs: object = None) -> np.ndarray:
         """The numpy ground truth; Python scalars among ``arrays`` are weakly typed."""
-        raise NotImplementedError(f"op {self.name!r} has no reference")
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo) -> object:
         """A shape-generic ``tir.PrimFunc`` computing the op (inputs, then outputs)."""

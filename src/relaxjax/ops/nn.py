@@ -9,6 +9,7 @@ readable binding and fusion sees one memory-bound kernel. Dtypes follow jax.nn w
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -184,9 +185,9 @@ class SoftmaxLike(Op):
             result = self.normalize(shifted, axes)
         return result.astype(dtypes.to_numpy(out))
 
+    @abstractmethod
     def normalize(self, shifted: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         """The result from ``x - max(x)`` over ``axes``."""
-        raise NotImplementedError
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
@@ -217,9 +218,9 @@ class SoftmaxLike(Op):
         out = te.compute(x.shape, body, name=self.name)
         return te.create_prim_func([x, out], name=self.name)
 
+    @abstractmethod
     def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
         """The result from ``x - max`` and ``sum(exp(x - max))``."""
-        raise NotImplementedError
 
 
 @register
@@ -393,9 +394,9 @@ class LastAxisNorm(Op):
             result = self.normalize(x, params, attrs.eps)
         return result.astype(dtypes.to_numpy(out))
 
+    @abstractmethod
     def normalize(self, x: np.ndarray, params: list[np.ndarray], eps: float) -> np.ndarray:
         """The numpy computation in the result's compute dtype."""
-        raise NotImplementedError
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
@@ -412,9 +413,9 @@ class LastAxisNorm(Op):
         out = te.compute(x.shape, lambda *i: convert(body(i), out_dtype), name=self.name)
         return te.create_prim_func([x, *params, out], name=self.name)
 
+    @abstractmethod
     def stages(self, norm: LastAxis, params: list[Param]):
         """Build the reduction stages; return the function of the result's indices."""
-        raise NotImplementedError
 
 
 class LastAxis:

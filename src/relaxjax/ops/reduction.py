@@ -26,6 +26,7 @@ wrapper): it joins the reduced elements, so empty axes then give ``initial``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -208,26 +209,26 @@ class AxesReduction(Op):
     num_inputs = 1
     nonempty = False
 
+    @abstractmethod
     def result_dtype(self, dtype: str, attrs) -> str:
         """The result dtype for an input of ``dtype``."""
-        raise NotImplementedError
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         dtype = self.result_dtype(x.dtype, attrs)
         return reduce_info(ctx, x, attrs.axis, attrs.keepdims, dtype, self.nonempty)
 
+    @abstractmethod
     def compute(self, x: np.ndarray, axes: tuple[int, ...], attrs, out: str) -> np.ndarray:
         """The numpy reduction of the converted input over ``axes`` (keepdims=True)."""
-        raise NotImplementedError
 
     def work_dtype(self, out: str) -> str:
         """The dtype the kernel reduces in, for a result of dtype ``out``."""
         return compute_dtype(out).name
 
+    @abstractmethod
     def reduce_stage(self, x, axes: ReducedAxes, attrs, out: str, work: str, name: str):
         """The kernel stage holding the reduction (in ``work``) over the kept axes."""
-        raise NotImplementedError
 
     def finish(self, axes: ReducedAxes, attrs, work: str):
         """``f(reduced value, kept indices)`` computing the result, or None."""

@@ -3,6 +3,7 @@ axes and zero the others, with jax.numpy semantics (the dtype is the input's).""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,9 +39,9 @@ class _Triangle(Op):
             ctx.fail(f"argument must be at least 2-D, got shape {info_text(x)}")
         return x
 
+    @abstractmethod
     def keeps(self, row: PrimExpr, column: PrimExpr, k: int) -> PrimExpr:
         """Whether element ``(row, column)`` of the last two axes is kept."""
-        raise NotImplementedError
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """``out[..., r, c] = x[..., r, c]`` where kept, else 0."""

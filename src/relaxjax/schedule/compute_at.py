@@ -13,6 +13,7 @@ from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.schedule.dependence import block_facts
 from relaxjax.schedule.itermap import dense
+from relaxjax.schedule.predicate import at_values, domain_predicate
 from relaxjax.schedule.scope import (
     Access,
     buffers_touched,
@@ -83,10 +84,13 @@ def _region_nest(
     regions: dict[str, tuple[Dim, Dim]],
     namer: Namer,
     outer: tuple[tuple[arith.Sym, Dim, Dim], ...],
+    kept: PrimExpr | None,
 ) -> Stmt:
     """``block`` under fresh loops: a spatial iterator with a region ``(low, high)``
     runs over it (guarded to stay in its domain unless the ``outer`` loop ranges prove
-    it does), the others over their extent. A region of one point needs no loop."""
+    it does), the others over their extent. A region of one point needs no loop.
+    ``kept`` (over the block's iterators) is the part of its old predicate that hides
+    points of its domain: it guards the new instance too."""
     loops: list[tuple[arith.Sym, Dim]] = []
     values: list[Dim] = []
     guards: list[PrimExpr] = []
@@ -111,6 +115,8 @@ def _region_nest(
             guards.append(binop(">=", IndexExpr(value), IndexExpr(0)))
         if not _proven(high, "<", iv.extent, outer):
             guards.append(binop("<", IndexExpr(value), IndexExpr(iv.extent)))
+    if kept is not None:
+        guards.append(at_values(kept, [iv.var for iv in block.iter_vars], values))
     predicate = conjunction(guards)
     realize = BlockRealize(
         tuple(values), IntImm(1, "bool") if predicate is None else predicate, block
@@ -146,15 +152,21 @@ def _check_target(primitive: str, block_site: Site, loop_site: Site) -> None:
         raise fail(primitive, f"loop {loop.var.name} is in another block scope than {name!r}")
 
 
-def _predicate_ok(primitive: str, realize: BlockRealize, complete: bool) -> None:
+def _kept_predicate(primitive: str, block_site: Site, complete: bool) -> PrimExpr | None:
+    """The part of the moved block's predicate that its new instance must keep (over
+    its iterators): a complete block's loops run every point of its domain that the
+    predicate admits, so the predicate read over the iterators says which points run."""
+    realize: BlockRealize = block_site.node
     predicate = realize.predicate
-    trivial = isinstance(predicate, IntImm) and predicate.value == 1
-    if not trivial and not complete:
+    if isinstance(predicate, IntImm) and predicate.value == 1:
+        return None
+    if not complete:
         raise fail(
             primitive,
             f"block {realize.block.name!r} has a predicate that may hide points of its "
             "domain; it cannot be moved",
         )
+    return domain_predicate(primitive, realize, block_site.loops())
 
 
 def compute_at(
@@ -165,7 +177,7 @@ def compute_at(
     _check_target(primitive, block_site, loop_site)
     realize: BlockRealize = block_site.node
     block, loop = realize.block, loop_site.node
-    _predicate_ok(primitive, realize, complete)
+    kept = _kept_predicate(primitive, block_site, complete)
     written = _written_buffers(primitive, block, func)
     params = {p.name for p in func.params}
     for buffer in written:
@@ -184,7 +196,7 @@ def compute_at(
     own = exclusive_root(block_site)
     _check_outside_uses(primitive, block, written, statements, mine, target, own, loop)
     regions = _consumer_regions(primitive, block, written, loop)
-    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site))
+    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site), kept)
     body = replace(func.body, loop, _with_body(loop, seq(nest, loop.body)))
     body = remove(body, own)
     removed = {
@@ -302,6 +314,7 @@ def reverse_compute_at(
     block, loop = realize.block, loop_site.node
     if block.name not in complete:
         raise fail(primitive, f"block {block.name!r} does not cover its whole domain")
+    kept = _kept_predicate(primitive, block_site, True)
     facts = block_facts(block)
     if facts.problem is not None:
         raise fail(primitive, facts.problem)
@@ -322,7 +335,7 @@ def reverse_compute_at(
     regions = _producer_regions(
         primitive, block, loop, my_reads & produced, complete, _outer_ranges(loop_site)
     )
-    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site))
+    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site), kept)
     body = replace(func.body, loop, _with_body(loop, seq(loop.body, nest)))
     body = remove(body, own)
     removed = {

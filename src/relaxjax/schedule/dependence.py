@@ -334,6 +334,8 @@ def carried(root: Stmt, var: arith.Sym) -> Carried:
     collected = _instances(root)
     if collected.problem is not None:
         return Carried("dependent", collected.problem)
+    if _at_most_one_iteration(collected, var):
+        return Carried("none")
     result = Carried("none")
     for instance in collected.instances:
         found = _block_carried(instance, var, collected.lets)
@@ -348,3 +350,12 @@ def carried(root: Stmt, var: arith.Sym) -> Carried:
         if problem is not None:
             return Carried("dependent", problem)
     return result
+
+
+def _at_most_one_iteration(collected: _Collector, var: arith.Sym) -> bool:
+    """Whether loop ``var`` provably runs at most once: it carries nothing then."""
+    for instance in collected.instances:
+        for loop_var, _, extent in instance.loops:
+            if loop_var == var:
+                return arith.compare(extent, "<=", 1) is True
+    return False

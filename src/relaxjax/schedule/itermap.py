@@ -26,7 +26,8 @@ from relaxjax.arith import Dim
 @dataclass(frozen=True, slots=True)
 class Split:
     """``(var // lower) % extent`` of a loop ``var``; ``top`` when no modulo applies
-    (``var // lower`` itself stays below ``extent``)."""
+    (``var // lower`` itself stays below ``extent``). A virtual loop (a dense sum of
+    loops, see :func:`_virtual`) has its ``parts`` and its ``source`` expression."""
 
     var: str
     lower: Dim
@@ -34,6 +35,7 @@ class Split:
     top: bool
     parts: tuple[Split, ...] = ()
     whole: Dim = 0
+    source: Dim = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +89,11 @@ def _virtual(dim: Dim, loops: Mapping[str, Dim]) -> Split | None:
     parsed = parse(dim, loops)
     if parsed is None or not parsed.terms or not dense(dim - parsed.base, loops):
         return None
-    ordered = _sorted_by_scale(parsed.terms)
+    ordered = sorted_by_scale(parsed.terms)
     scale, split = ordered[-1]
     parts = tuple(split for _, split in parsed.terms)
     extent = scale * split.extent
-    return Split(_VIRTUAL + str(dim), 1, extent, True, parts, extent)
+    return Split(_VIRTUAL + str(dim), 1, extent, True, parts, extent, dim)
 
 
 _VIRTUAL = "@"
@@ -161,12 +163,14 @@ def parse(dim: Dim, loops: Mapping[str, Dim]) -> SplitSum | None:
                 return None
         if split is None:
             base = base + scale
-        else:
+        elif arith.compare(split.extent, "==", 1) is not True:
+            # a split of extent 1 is always 0: it adds nothing and determines nothing
             terms.append((scale, split))
     return SplitSum(tuple(terms), base)
 
 
-def _sorted_by_scale(terms: Sequence[tuple[Dim, Split]]) -> list[tuple[Dim, Split]] | None:
+def sorted_by_scale(terms: Sequence[tuple[Dim, Split]]) -> list[tuple[Dim, Split]] | None:
+    """The terms by increasing scale, or None when arith cannot order the scales."""
     remaining = list(terms)
     ordered: list[tuple[Dim, Split]] = []
     while remaining:
@@ -189,7 +193,7 @@ def determined_splits(value: SplitSum) -> tuple[Split, ...]:
     if len(value.terms) == 1:
         scale = value.terms[0][0]
         return (value.terms[0][1],) if arith.compare(scale, "!=", 0) is True else ()
-    ordered = _sorted_by_scale(value.terms)
+    ordered = sorted_by_scale(value.terms)
     if ordered is None or arith.compare(ordered[0][0], ">", 0) is not True:
         return ()
     for (scale, split), (next_scale, _) in zip(ordered, ordered[1:]):
@@ -216,6 +220,8 @@ def determines(values: Sequence[Dim], var: str, loops: Mapping[str, Dim]) -> boo
     """Whether ``values`` (over the loops ``loops``: name -> extent) determine loop
     ``var``: two points with different values of ``var`` give different tuples,
     whatever the other loops are."""
+    if arith.compare(loops[var], "<=", 1) is True:
+        return True  # a loop of at most one iteration has no two different values
     found: list[Split] = []
     for dim in values:
         parsed = parse(dim, loops)
@@ -238,7 +244,7 @@ def dense(dim: Dim, loops: Mapping[str, Dim]) -> bool:
         return True
     if any(not (s.top and s.lower == 1) for _, s in parsed.terms):
         return False
-    ordered = _sorted_by_scale(parsed.terms)
+    ordered = sorted_by_scale(parsed.terms)
     if ordered is None or ordered[0][0] != 1:
         return False
     for (scale, split), (next_scale, _) in zip(ordered, ordered[1:]):

@@ -14,6 +14,7 @@ from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.schedule.dependence import block_facts
 from relaxjax.schedule.inline import with_block
+from relaxjax.schedule.predicate import conjuncts
 from relaxjax.schedule.scope import (
     conjunction,
     insert_after,
@@ -32,7 +33,6 @@ from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import (
     BinOp,
     BufferLoad,
-    IntImm,
     PrimExpr,
     binop,
     const,
@@ -55,15 +55,6 @@ def _feeds(realize: BlockRealize, loop: For) -> set[str]:
         for iv, v in zip(realize.block.iter_vars, realize.iter_values)
         if _uses(v, {loop.var.name})
     }
-
-
-def conjuncts(predicate: PrimExpr) -> list[PrimExpr]:
-    """The operands of a chain of ``and``."""
-    if isinstance(predicate, BinOp) and predicate.op == "and":
-        return conjuncts(predicate.a) + conjuncts(predicate.b)
-    if isinstance(predicate, IntImm) and predicate.value == 1:
-        return []
-    return [predicate]
 
 
 def _make_block(name, iter_vars, init, body, annotations=()) -> Block:

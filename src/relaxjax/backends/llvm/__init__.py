@@ -1,6 +1,6 @@
 """relaxjax.backends.llvm: loop-level kernels to x86-64 machine code through llvmlite.
 
-``build(func_or_funcs, target="llvm", fast_math=False)`` compiles ``tir.PrimFunc``
+``build(func_or_funcs, target="llvm", fast_math=False, contract=True)`` compiles ``tir.PrimFunc``
 kernels (several at once into one LLVM module) and returns ``CompiledKernel``
 objects calling them in-process. Compiled objects are cached on disk
 (``$RELAXJAX_CACHE_DIR``, default ``~/.cache/relaxjax``); ``cache_stats()`` counts

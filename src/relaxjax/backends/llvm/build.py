@@ -36,6 +36,7 @@ def build(
     func_or_funcs: PrimFunc | Sequence[PrimFunc] | Mapping[str, PrimFunc],
     target: str | Target = "llvm",
     fast_math: bool = False,
+    contract: bool = True,
 ) -> CompiledKernel | dict[str, CompiledKernel]:
     """Compile kernels to x86-64 machine code and load them into this process.
 
@@ -45,7 +46,14 @@ def build(
             mapping name -> PrimFunc (named by its keys).
         target: ``"llvm"`` (the host CPU) or a :class:`Target`.
         fast_math: allow LLVM to reassociate and contract float math (vectorises float
-            reductions; results may differ in the last bits). Default: IEEE semantics.
+            reductions; results may differ in the last bits). Default: IEEE semantics,
+            except for ``contract``.
+        contract: let a float32/float64 ``a * b + c`` (or ``- c``, ``c - a * b``) be
+            computed as one fused multiply-add, rounding once instead of twice (what BLAS
+            and XLA's CPU backend do; never reassociates). A contracted result differs
+            from the two-rounding one by less than one ulp of the product. ``False``
+            rounds every operation: bit-identical to the reference interpreter.
+            float16/bfloat16 always round every operation.
 
     Returns:
         A :class:`CompiledKernel` for one PrimFunc, else a dict name -> CompiledKernel.
@@ -54,7 +62,7 @@ def build(
         LoweringError: the target is not a CPU target, or a kernel cannot be lowered.
     """
     resolved = _resolve_target(target)
-    kernels = build_kernels(named_kernels(func_or_funcs), resolved, fast_math)
+    kernels = build_kernels(named_kernels(func_or_funcs), resolved, fast_math, contract)
     if isinstance(func_or_funcs, PrimFunc):
         return kernels[func_or_funcs.name]
     return kernels
@@ -69,12 +77,15 @@ def _resolve_target(target: str | Target) -> Target:
 
 
 def build_kernels(
-    kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool = False
+    kernels: Mapping[str, PrimFunc],
+    target: Target,
+    fast_math: bool = False,
+    contract: bool = True,
 ) -> dict[str, CompiledKernel]:
     """Compile ``kernels`` (name -> PrimFunc) together for ``target``; name -> CompiledKernel."""
     if not kernels:
         return {}
-    emitted = emit_module(kernels, target, fast_math)
+    emitted = emit_module(kernels, target, fast_math, contract)
     if emitted.uses_parallel:
         ensure_libgomp()
     key = cache_key(emitted.ir_text, target.cache_identity())

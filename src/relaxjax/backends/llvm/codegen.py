@@ -28,7 +28,7 @@ from . import lower_expr, lower_stmt  # noqa: F401 - registers the node lowering
 from .emitter import Captures, KernelContext, new_impl_function
 from .jit import parse_and_verify
 from .numeric import I8, I32, I64
-from .target import Target, target_machine
+from .target import Target, apply_function_attributes, target_machine
 
 __all__ = ["EmittedModule", "emit_module", "export_name", "named_kernels"]
 
@@ -76,8 +76,13 @@ def named_kernels(
     return dict(pairs)
 
 
-def emit_module(kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool) -> EmittedModule:
+def emit_module(
+    kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool, contract: bool = True
+) -> EmittedModule:
     """Lower ``kernels`` (name -> PrimFunc) into one LLVM module and verify it.
+
+    ``contract``: float32/float64 ``a * b + c`` may be fused into one ``fma`` (see
+    :func:`~.build.build`). Every function defined gets :func:`~.target.function_attributes`.
 
     Raises:
         LoweringError: a kernel uses something the CPU backend cannot lower.
@@ -89,13 +94,14 @@ def emit_module(kernels: Mapping[str, PrimFunc], target: Target, fast_math: bool
     symbols: dict[str, str] = {}
     uses_parallel = False
     for name, func in kernels.items():
-        context = KernelContext(func, module, target, export_name(name), fast_math)
+        context = KernelContext(func, module, target, export_name(name), fast_math, contract)
         try:
             _emit_kernel(context)
         except LoweringError as err:
             raise LoweringError(f"while compiling kernel {name}: {err.message}") from err
         symbols[name] = context.symbol
         uses_parallel = uses_parallel or context.uses_parallel
+    apply_function_attributes(module, target)
     text = str(module)
     parse_and_verify(text, f"kernels {', '.join(kernels)}")
     return EmittedModule(text, symbols, uses_parallel)

@@ -39,6 +39,7 @@ from .numeric import I1, I32, register_type, storage_type
 from .target import Target
 
 __all__ = [
+    "CONTRACTED_DTYPES",
     "Captures",
     "FunctionEmitter",
     "KernelContext",
@@ -53,6 +54,9 @@ StmtLowering = Callable[["FunctionEmitter", Stmt], None]
 _EXPR_LOWERINGS: dict[type, ExprLowering] = {}
 _STMT_LOWERINGS: dict[type, StmtLowering] = {}
 _F = TypeVar("_F")
+
+#: dtypes whose ``a * b + c`` may be contracted into one fused multiply-add.
+CONTRACTED_DTYPES = frozenset({"float32", "float64"})
 
 
 def lowers_expr(node_class: type) -> Callable[[_F], _F]:
@@ -84,6 +88,7 @@ class KernelContext:
     target: Target
     symbol: str
     fast_math: bool
+    contract: bool = True
     outlined: int = 0
     uses_parallel: bool = False
 
@@ -91,6 +96,19 @@ class KernelContext:
     def flags(self) -> tuple[str, ...]:
         """Fast-math flags for float instructions (none: strict IEEE semantics)."""
         return ("fast",) if self.fast_math else ()
+
+    def arithmetic_flags(self, dtype: str) -> tuple[str, ...]:
+        """Flags for ``+ - *`` of ``dtype``: ``contract`` (a*b+c may fuse into one fma) for
+        float32/float64 unless disabled, ``fast`` under fast-math, else none (strict IEEE).
+
+        float16 and bfloat16 keep strict per-operation rounding: their fused form would
+        round twice (through float32) and gains nothing on CPUs without half arithmetic.
+        """
+        if self.fast_math:
+            return ("fast",)
+        if self.contract and dtype in CONTRACTED_DTYPES:
+            return ("contract",)
+        return ()
 
     def fresh_name(self, kind: str) -> str:
         """A new function name derived from the kernel's symbol."""
@@ -179,6 +197,10 @@ class FunctionEmitter:
     def flags(self) -> tuple[str, ...]:
         """Fast-math flags for float instructions."""
         return self.context.flags
+
+    def arithmetic_flags(self, dtype: str) -> tuple[str, ...]:
+        """Flags for float ``+ - *`` of ``dtype`` (see :meth:`KernelContext.arithmetic_flags`)."""
+        return self.context.arithmetic_flags(dtype)
 
     # dispatch ----------------------------------------------------------------------
 

@@ -24,13 +24,14 @@ def source(
     kind: str = "ir",
     target: Target | None = None,
     fast_math: bool = False,
+    contract: bool = True,
 ) -> str:
     """The code generated for ``funcs`` as text: ``kind`` is one of :data:`SOURCE_KINDS`."""
     if kind not in SOURCE_KINDS:
         raise ValueError(f"source kind must be one of {SOURCE_KINDS}, given {kind!r}")
     kernels = named_kernels(funcs)
     target = target or host_target()
-    emitted = emit_module(kernels, target, fast_math)
+    emitted = emit_module(kernels, target, fast_math, contract)
     what = ", ".join(kernels)
     if kind == "ir":
         return emitted.ir_text

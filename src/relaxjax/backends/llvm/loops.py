@@ -9,7 +9,8 @@ back edge carries the ``!llvm.loop`` metadata)::
 
 Loop hints (LLVM loop metadata): ``llvm.loop.vectorize.enable`` asks the loop
 vectoriser to vectorise whenever legal (it still proves legality: reductions in
-float are not reassociated without fast-math); ``llvm.loop.unroll.enable`` /
+float are not reassociated without fast-math), ``false`` forbids vectorising the
+loop; ``llvm.loop.unroll.enable`` /
 ``llvm.loop.unroll.full`` ask the unroller to unroll.
 """
 
@@ -22,7 +23,7 @@ from llvmlite import ir
 
 from .numeric import I1, I32, I64
 
-__all__ = ["LoopHint", "counted_loop", "unroll_hints", "vectorize_hints"]
+__all__ = ["LoopHint", "counted_loop", "no_vectorize_hints", "unroll_hints", "vectorize_hints"]
 
 LoopHint = tuple[str | int | bool, ...]
 """A loop metadata entry: its name, then its i1 (bool) or i32 (int) operands."""
@@ -58,6 +59,11 @@ def _hint_node(module: ir.Module, hint: LoopHint) -> ir.values.MDValue:
 def vectorize_hints() -> tuple[LoopHint, ...]:
     """Hints for a ``vectorized`` loop: vectorise whenever legal (LLVM picks the width)."""
     return (("llvm.loop.vectorize.enable", True),)
+
+
+def no_vectorize_hints() -> tuple[LoopHint, ...]:
+    """Hints for a loop the loop vectoriser must leave alone (``vectorize.enable`` false)."""
+    return (("llvm.loop.vectorize.enable", False),)
 
 
 def unroll_hints(full: bool) -> tuple[LoopHint, ...]:

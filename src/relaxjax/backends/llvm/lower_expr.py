@@ -174,7 +174,8 @@ def _float_binary(
     arithmetic = {"+": builder.fadd, "-": builder.fsub, "*": builder.fmul, "/": builder.fdiv}
     if op not in arithmetic:
         raise LoweringError(f"binary op {op!r} is not defined for {dtype}")
-    return numeric.round_to_dtype(builder, arithmetic[op](a, b, flags=flags), dtype)
+    result = arithmetic[op](a, b, flags=flags if op == "/" else emitter.arithmetic_flags(dtype))
+    return numeric.round_to_dtype(builder, result, dtype)
 
 
 def _widen_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:

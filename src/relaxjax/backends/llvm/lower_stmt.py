@@ -25,6 +25,7 @@ from llvmlite import ir
 from ... import arith
 from ...errors import LoweringError
 from ...tir.expr import IntImm
+from ...tir.functor import StmtVisitor
 from ...tir.stmt import (
     Allocate,
     Block,
@@ -35,16 +36,17 @@ from ...tir.stmt import (
     IfThenElse,
     LetStmt,
     SeqStmt,
+    Stmt,
 )
 from . import numeric
 from .emitter import FunctionEmitter, lowers_stmt
 from .index import emit_dim
-from .loops import counted_loop, unroll_hints, vectorize_hints
+from .loops import LoopHint, counted_loop, no_vectorize_hints, unroll_hints, vectorize_hints
 from .memory import element_pointer, with_local_buffers
 from .numeric import I1, I64
 from .parallel import emit_parallel_for
 
-__all__ = ["lower_for"]
+__all__ = ["contains_vectorized_loop", "lower_for"]
 
 
 @lowers_stmt(For)
@@ -66,13 +68,58 @@ def lower_for(emitter: FunctionEmitter, node: For) -> None:
     symbols = emitter.scope.symbols
     start = emit_dim(builder, node.start, symbols)
     stop = builder.add(start, emit_dim(builder, node.extent, symbols))
-    hints = ()
+    hints: tuple[LoopHint, ...] = ()
     if node.kind == "vectorized":
         hints = vectorize_hints()
     elif node.kind == "unrolled":
         hints = unroll_hints(full=isinstance(node.extent, int))
+    elif contains_vectorized_loop(node.body):
+        hints = no_vectorize_hints()
     with counted_loop(builder, start, stop, hints, name=node.var.name) as index:
         emitter.loop_body(node.var.name, node.body, index)
+
+
+class _VectorizedLoopFinder(StmtVisitor):
+    """Finds ``vectorized`` loops in a statement (expressions are not walked)."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_expr(self, expr: object) -> None:
+        return None
+
+    def visit_dim(self, dim: object) -> None:
+        return None
+
+    def visit_index(self, index: object) -> None:
+        return None
+
+    def visit_buffer_def(self, buffer: object) -> None:
+        return None
+
+    def visit_region(self, region: object) -> None:
+        return None
+
+    def visit_For(self, stmt: For) -> None:
+        if stmt.kind == "vectorized":
+            self.found = True
+        elif not self.found:
+            self.visit_stmt(stmt.body)
+
+
+def contains_vectorized_loop(stmt: Stmt) -> bool:
+    """True when ``stmt`` holds a ``vectorized`` loop.
+
+    A serial loop around one is kept from LLVM's loop vectoriser: the schedule chose
+    the vector axis. After LLVM fully unrolls a short inner loop, the outer loop would
+    otherwise become the innermost one, and with reassociation allowed (fast-math, or
+    integers) it was vectorised along a reduction axis: for a matmul's ``k`` loop that
+    meant 6 x 32 separate reductions, strided loads and spilled accumulators (fast-math
+    matmul ran at a sixth of the strict speed).
+    """
+    finder = _VectorizedLoopFinder()
+    finder.visit_stmt(stmt)
+    return finder.found
 
 
 def _emit_unrolled(emitter: FunctionEmitter, node: For) -> None:
