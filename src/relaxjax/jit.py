@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
 from relaxjax.ir import IRModule
-from relaxjax.passes import Pipeline, dedup_kernels, eliminate_dead_code, legalize
+from relaxjax.passes import lower_pipeline
 from relaxjax.schedule.replace import replace_kernel
 from relaxjax.tir import PrimFunc
 from relaxjax.trace import pytree
@@ -36,7 +36,7 @@ from relaxjax.trace.signature import CallPlan, FastPath, Signature
 __all__ = ["Jitted", "jit", "eval_shape"]
 
 #: What :meth:`Jitted.lower` runs: one shape-generic kernel per op, stored once.
-LOWER_PIPELINE = Pipeline((eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code))
+LOWER_PIPELINE = lower_pipeline()
 
 
 class Jitted:

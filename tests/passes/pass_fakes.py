@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from relaxjax import arith, tir
 from relaxjax.ir import BlockBuilder, IRModule, TensorInfo, Var
 from relaxjax.ops.base import Op, broadcast_infos, promote_types, tensor_args
@@ -38,6 +40,9 @@ class FakeAdd(Op):
         c = tir.compute(shape, lambda *i: a[i] + b[i], name="C")
         return tir.create_prim_func([a, b, c], name="fake_add")
 
+    def reference(self, a, b, attrs=None):
+        return np.add(a, b)
+
 
 @dataclass(frozen=True)
 class ScaleAttrs:
@@ -60,6 +65,9 @@ class FakeScale(Op):
         c = tir.compute(shape, lambda *i: a[i] * attrs.factor, name="C")
         return tir.create_prim_func([a, c], name="fake_scale")
 
+    def reference(self, a, attrs=None):
+        return a * (attrs or ScaleAttrs()).factor
+
 
 class FakeAxpy(Op):
     """``x * s + 1`` with a scalar operand ``s``, which the kernel takes as a 0-d buffer."""
@@ -77,12 +85,18 @@ class FakeAxpy(Op):
         c = tir.compute(shape, lambda *i: a[i] * s[()] + 1.0, name="C")
         return tir.create_prim_func([a, s, c], name="fake_axpy")
 
+    def reference(self, a, s, attrs=None):
+        return a * s + 1.0
+
 
 class FakeNoLowering(Op):
     name = "fake_opaque"
 
     def infer(self, args, attrs, ctx):
         return tensor_args(self.name, args, 1)[0]
+
+    def reference(self, a, attrs=None):
+        return np.array(a)
 
 
 ADD, SCALE, AXPY, OPAQUE = FakeAdd(), FakeScale(), FakeAxpy(), FakeNoLowering()

@@ -11,10 +11,18 @@ from relaxjax.passes.dce import eliminate_dead_bindings, eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import LIBRARY_CALLS, LibraryCall, dispatch_library
 from relaxjax.passes.legalize import LegalizedAttrs, is_op_call, known_shape, legalize
-from relaxjax.passes.pipeline import TARGETS, Pass, Pipeline, default_pipeline
+from relaxjax.passes.pipeline import (
+    LOWERING,
+    TARGETS,
+    Pass,
+    Pipeline,
+    default_pipeline,
+    lower_pipeline,
+)
 
 __all__ = [
     "LIBRARY_CALLS",
+    "LOWERING",
     "TARGETS",
     "LibraryCall",
     "LegalizedAttrs",
@@ -28,4 +36,5 @@ __all__ = [
     "is_op_call",
     "known_shape",
     "legalize",
+    "lower_pipeline",
 ]

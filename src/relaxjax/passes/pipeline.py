@@ -30,7 +30,7 @@ from relaxjax.passes.fuse import fuse_ops
 from relaxjax.passes.legalize import legalize
 from relaxjax.schedule.rules import ScheduleKernels
 
-__all__ = ["Pass", "Pipeline", "TARGETS", "default_pipeline"]
+__all__ = ["LOWERING", "Pass", "Pipeline", "TARGETS", "default_pipeline", "lower_pipeline"]
 
 Pass = Callable[[IRModule], IRModule]
 
@@ -69,12 +69,21 @@ def _verify(mod: IRModule, after: str) -> None:
         raise VerifyError(f"{after} produced a malformed module: {err.message}") from err
 
 
+#: One shape-generic kernel per op, stored once: what ``Jitted.lower()`` shows.
+LOWERING = (eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code)
+
+
+def lower_pipeline(verify: bool = False) -> Pipeline:
+    """Legalisation alone (no library dispatch, fusion or scheduling): ``Jitted.lower()``."""
+    return Pipeline(LOWERING, verify)
+
+
 def default_pipeline(target: str = "llvm", verify: bool = False, library: bool = False) -> Pipeline:
     """The graph passes for ``target`` ("llvm" or "cuda"); with ``library``, calls a tuned
     library does best (float matmul) go to it (``dispatch_library``) instead of kernels."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
-    passes = (eliminate_dead_code, *dispatch, legalize, dedup_kernels, eliminate_dead_code)
+    passes = (LOWERING[0], *dispatch, *LOWERING[1:])
     schedule: tuple[Pass, ...] = (ScheduleKernels(target),) if target == "llvm" else ()
     return Pipeline((*passes, fuse_ops, *schedule), verify)

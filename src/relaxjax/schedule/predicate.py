@@ -8,10 +8,11 @@ outside the block's domain, but after ``rfactor`` the same guard also hides poin
 loops (compute_at, reverse_compute_at) must keep that part: :func:`domain_predicate`
 rewrites the predicate over the block's iterators (inverting the iterator bindings,
 which split, fuse and reorder leave as mixed-radix sums of loop splits) and drops the
-conditions the domain already implies.
+conditions the domain already implies. After ``sch.rfactor(r_1)`` on a reduction
+split by 8::
 
->>> # after sch.rfactor(r_1) on a reduction split by 8 (see tests/schedule/test_blocks.py):
->>> # where(r_0 * 8 + r_1 < k) with v_r_0 = r_0, v_r_1 = r_1  ->  v_r_0 * 8 + v_r_1 < k
+    where(r_0 * 8 + r_1 < k)        # v_r_0 = r_0, v_r_1 = r_1
+    -> v_r_0 * 8 + v_r_1 < k        # what compute_at puts on the block's new instance
 """
 
 from __future__ import annotations
