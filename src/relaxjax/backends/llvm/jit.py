@@ -14,8 +14,13 @@ addresses), and dropping LLJIT's resource tracker unmaps the code.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -59,8 +64,34 @@ def optimize(ir_text: str, target: Target, what: str) -> llvm.ModuleRef:
         tuning.slp_vectorization = True
         tuning.loop_vectorization = True
         passes = llvm.create_pass_builder(machine, tuning)
-        passes.getModulePassManager().run(module, passes)
+        with _quiet_missed_vectorisation():
+            passes.getModulePassManager().run(module, passes)
     return module
+
+
+#: LLVM's diagnostics for a loop that was asked to vectorise and did not (its scalar
+#: code is still correct): expected for some kernels, and noise to a user.
+_MISSED_VECTORISATION = b"loop not vectorized"
+
+
+@contextlib.contextmanager
+def _quiet_missed_vectorisation() -> Iterator[None]:
+    """Drop LLVM's missed-vectorisation lines from stderr while the optimiser runs; LLVM
+    writes them to file descriptor 2 itself, so they are caught there. Every other line
+    is written back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught if _MISSED_VECTORISATION not in line]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def compile_object(ir_text: str, target: Target, what: str) -> bytes:
