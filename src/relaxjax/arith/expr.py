@@ -427,12 +427,12 @@ def render_operand(value: Dim, left: bool) -> str:
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class FloorDiv(_Interned):
-    """``a // b`` (Python floor semantics) that the simplifier could not resolve."""
+class _Division(_Interned):
+    """``a <op> b`` left unresolved by the simplifier; subclasses name the operator."""
 
     a: Dim
     b: Dim
-    _rank: ClassVar[int] = 3
+    _operator: ClassVar[str]
 
     def __post_init__(self) -> None:
         self._init_cache()
@@ -445,29 +445,24 @@ class FloorDiv(_Interned):
         return fields
 
     def _render(self) -> str:
-        return f"{render_operand(self.a, True)} // {render_operand(self.b, False)}"
+        left, right = render_operand(self.a, True), render_operand(self.b, False)
+        return f"{left} {self._operator} {right}"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Mod(_Interned):
+class FloorDiv(_Division):
+    """``a // b`` (Python floor semantics) that the simplifier could not resolve."""
+
+    _rank: ClassVar[int] = 3
+    _operator: ClassVar[str] = "//"
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Mod(_Division):
     """``a % b`` (Python semantics: the sign of the divisor) left unresolved."""
 
-    a: Dim
-    b: Dim
     _rank: ClassVar[int] = 4
-
-    def __post_init__(self) -> None:
-        self._init_cache()
-
-    def _key(self) -> tuple:
-        return (self.a, self.b)
-
-    @staticmethod
-    def _children_of(fields: tuple) -> tuple[Dim, ...]:
-        return fields
-
-    def _render(self) -> str:
-        return f"{render_operand(self.a, True)} % {render_operand(self.b, False)}"
+    _operator: ClassVar[str] = "%"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
