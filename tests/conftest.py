@@ -1,6 +1,8 @@
 """Test-wide configuration: a deterministic hypothesis profile for CI and jax in x64 mode."""
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -27,3 +29,7 @@ def _jax_x64():
         return
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
+
+
+# Shared test tables (tests/op_cases.py) import by module name from any test directory.
+sys.path.insert(0, str(Path(__file__).parent))
