@@ -123,7 +123,7 @@ def test_two_stages_with_an_intermediate_buffer_on_the_heap():
     data = random((7, 5), "float64", 3)
     np.testing.assert_allclose(build(func)(data), reference(func, data), rtol=1e-13)
     prologue = impl_function(source(func, "ir"), "two_stages").split("body:")[0]
-    assert '@"malloc"' in prologue  # (n,) scratch hoisted to the function's prologue
+    assert '@"aligned_alloc"' in prologue  # (n,) scratch hoisted to the function's prologue
 
 
 def test_block_predicate_guards_a_split_loop():
@@ -309,9 +309,10 @@ def test_allocations_pick_stack_prologue_heap_or_in_place_heap():
     ir_text = source([stack, hoisted, per_row], "ir")
     assert "alloca float, i64 64" in impl_function(ir_text, "on_stack")
     prologue, body = impl_function(ir_text, "on_heap").split("body:", 1)
-    assert '@"malloc"' in prologue and '@"malloc"' not in body
+    assert '@"aligned_alloc"' in prologue and '@"aligned_alloc"' not in body
+    assert '@"aligned_alloc"(i64 64, ' in prologue  # heap buffers start on cache lines
     prologue, body = impl_function(ir_text, "in_place").split("body:", 1)
-    assert '@"malloc"' in body and '@"free"' in body
+    assert '@"aligned_alloc"' in body and '@"free"' in body
 
 
 def test_a_failed_allocation_raises_memory_error(isolated):

@@ -8,7 +8,8 @@ The generated function has four phases, in this order:
    op's own ``infer`` on concrete shapes); every error is raised here, before any
    kernel has run;
 3. **memory** — the returned tensors as numpy arrays, every temporary in one arena
-   (:mod:`relaxjax.runtime.memory`);
+   (:mod:`relaxjax.runtime.memory`); large ones come from a pool of blocks reused
+   across calls (:mod:`relaxjax.runtime.pool`);
 4. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
    with the kernel's symbol values read from its buffers' dims; a ``call_extern`` (or a
    kernel of the ``reference`` target) is a Python call on numpy arrays, temporaries
@@ -57,6 +58,7 @@ from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
 from relaxjax.runtime.memory import ALIGNMENT, Request, plan_memory
+from relaxjax.runtime.pool import default_pool
 from relaxjax.runtime.shapes import (
     check_condition,
     check_error,
@@ -116,7 +118,7 @@ class ProgramWriter:
         self.storage_values: dict[Storage, Value] = {}
         self._constants: dict[Constant, Value] = {}
         self.by_object = object_args_supported()
-        self._empty = self.writer.constant(np.empty, "empty")
+        self._empty = self.writer.constant(default_pool.empty, "empty")
         self._ndarray = self.writer.constant(np.ndarray, "ndarray")
 
     # -- the whole program -------------------------------------------------------------------
@@ -414,7 +416,7 @@ class ProgramWriter:
                 runtime_offsets[slot] = local
         u8 = self.writer.constant(np.dtype(np.uint8), "u8")
         pointer = self.writer.constant(data_pointer, "data_pointer")
-        self.writer.line(f"arena = {self._empty}({total} + {ALIGNMENT}, {u8})")
+        self.writer.line(f"arena = {self._empty}(({total} + {ALIGNMENT},), {u8})")
         self.writer.line(f"arena_address = {pointer}(arena)")
         self.writer.line(f"base = (arena_address + {ALIGNMENT - 1}) & -{ALIGNMENT}")
         for index, value in enumerate(temps):

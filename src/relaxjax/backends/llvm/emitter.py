@@ -265,13 +265,13 @@ class FunctionEmitter:
 
 
 def declare_runtime(module: ir.Module, name: str) -> ir.Function:
-    """The C runtime function ``name`` (``malloc``/``free``) declared in ``module``."""
+    """The C runtime function ``name`` (``aligned_alloc``/``free``) declared in ``module``."""
     existing = module.globals.get(name)
     if existing is not None:
         return existing
     i8p = ir.IntType(8).as_pointer()
     signatures = {
-        "malloc": ir.FunctionType(i8p, [ir.IntType(64)]),
+        "aligned_alloc": ir.FunctionType(i8p, [ir.IntType(64), ir.IntType(64)]),
         "free": ir.FunctionType(ir.VoidType(), [i8p]),
     }
     return ir.Function(module, signatures[name], name)

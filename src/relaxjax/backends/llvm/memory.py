@@ -10,13 +10,13 @@ cheapest, decided per buffer:
 
 - size a compile-time constant up to ``Target.max_stack_bytes``: a stack slot in
   the function's prologue (one per function, reused by every loop iteration);
-- size depending only on values known at function entry: ``malloc`` in the
-  prologue and ``free`` at exit, so a loop around the allocation does not
-  allocate on every iteration;
-- otherwise (the size depends on an enclosing loop variable): ``malloc`` where
+- size depending only on values known at function entry: ``aligned_alloc``
+  (cache-line aligned) in the prologue and ``free`` at exit, so a loop around the
+  allocation does not allocate on every iteration;
+- otherwise (the size depends on an enclosing loop variable): ``aligned_alloc`` where
   the allocation stands and ``free`` after its body.
 
-A failed ``malloc`` sets the function's status to 1 and skips the code that
+A failed allocation sets the function's status to 1 and skips the code that
 would use the buffer; the kernel then returns 1 and the caller raises.
 """
 
@@ -111,7 +111,7 @@ def _allocate_in_prologue(
         slot.align = _ALIGNMENT
         return slot
     count = emit_dim(prologue, elements, _entry_symbols(emitter))
-    pointer, ok = _malloc(prologue, emitter, count, element, itemsize, buffer.name)
+    pointer, ok = _heap_allocate(prologue, emitter, count, element, itemsize, buffer.name)
     emitter.require_in_prologue(ok)
     emitter.free_at_exit(pointer)
     return pointer
@@ -121,7 +121,7 @@ def _entry_symbols(emitter: FunctionEmitter) -> dict[str, ir.Value]:
     return {name: emitter.scope.symbols[name] for name in emitter.entry_symbols}
 
 
-def _malloc(
+def _heap_allocate(
     builder: ir.IRBuilder,
     emitter: FunctionEmitter,
     count: ir.Value,
@@ -133,12 +133,18 @@ def _malloc(
     count = builder.select(
         builder.icmp_signed("<", count, ir.Constant(I64, 0)), ir.Constant(I64, 0), count
     )
-    # A byte size beyond int64 asks malloc for SIZE_MAX bytes, which fails cleanly.
-    fits = builder.icmp_unsigned("<=", count, ir.Constant(I64, (2**63 - 1) // itemsize))
-    size = builder.select(
-        fits, builder.mul(count, ir.Constant(I64, itemsize)), ir.Constant(I64, -1)
+    # Rows of packed panels start on cache lines (a split vector load costs two), so
+    # the size is rounded up to whole lines, as aligned_alloc requires. A byte size
+    # beyond int64 asks for SIZE_MAX bytes, which fails cleanly.
+    limit = (2**63 - 1 - _ALIGNMENT) // itemsize
+    fits = builder.icmp_unsigned("<=", count, ir.Constant(I64, limit))
+    rounded = builder.and_(
+        builder.add(builder.mul(count, ir.Constant(I64, itemsize)), ir.Constant(I64, _ALIGNMENT - 1)),
+        ir.Constant(I64, -_ALIGNMENT),
     )
-    raw = builder.call(declare_runtime(emitter.module, "malloc"), [size], name=f"{name}.raw")
+    size = builder.select(fits, rounded, ir.Constant(I64, -1))
+    allocate = declare_runtime(emitter.module, "aligned_alloc")
+    raw = builder.call(allocate, [ir.Constant(I64, _ALIGNMENT), size], name=f"{name}.raw")
     null = ir.Constant(I8.as_pointer(), None)
     ok = builder.or_(
         builder.icmp_unsigned("!=", raw, null), builder.icmp_signed("==", size, ir.Constant(I64, 0))
@@ -158,7 +164,7 @@ def _allocate_in_place(
     builder = emitter.builder
     count = emit_dim(builder, elements, emitter.scope.symbols)
     element = storage_type(buffer.dtype)
-    pointer, ok = _malloc(
+    pointer, ok = _heap_allocate(
         builder, emitter, count, element, dtypes.itemsize(buffer.dtype), buffer.name
     )
     with builder.if_else(ok, likely=True) as (allocated, failed):
