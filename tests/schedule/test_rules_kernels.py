@@ -94,6 +94,8 @@ MATMUL_SIZES = [
     {"m": 0, "n": 3, "k": 2, "b": 1},
     {"m": 6, "n": 64, "k": 1, "b": 1},
     {"m": 7, "n": 33, "k": 9, "b": 0},
+    {"m": 8, "n": 32, "k": 4, "b": 1},
+    {"m": 17, "n": 65, "k": 0, "b": 1},
     {"m": 1, "n": 5, "k": 3, "b": 3},
     {"m": 2, "n": 600, "k": 3, "b": 1},
 ]
@@ -106,11 +108,12 @@ def test_matmul_rule_tiles_packs_and_switches_on_the_row_count():
     func = matmul()
     scheduled = matmul_rule(func)
     text = str(scheduled)
-    assert "if m >= 6:" in text  # tiled for >= 6 rows, row by row below
+    rows = cpu_params("llvm").matmul_rows  # 8 with AVX-512, 4 with AVX2
+    assert f"if m >= {rows}:" in text  # tiled for >= rows rows, row by row below
     assert "for i1_0 in parallel(n // 32):" in text
     assert 'with allocate((k, 32), "float32", scope="local") as W_local:' in text
-    assert 'with allocate((6, 32), "float32", scope="local") as C_local:' in text
-    assert "for i0_1 in unrolled(6):" in text and "for i1_1 in vectorized(32):" in text
+    assert f'with allocate(({rows}, 32), "float32", scope="local") as C_local:' in text
+    assert f"for i0_1 in unrolled({rows}):" in text and "for i1_1 in vectorized(32):" in text
     assert 'with allocate((1, 512), "float32", scope="local")' in text  # the row-by-row chunk
     assert_equivalent(func, scheduled, MATMUL_SIZES)
 
@@ -118,7 +121,7 @@ def test_matmul_rule_tiles_packs_and_switches_on_the_row_count():
 def test_matmul_rule_matches_numpy():
     scheduled = matmul_rule(matmul())
     rng = np.random.default_rng(0)
-    for m, n, k in [(13, 70, 5), (6, 32, 40), (3, 9, 1), (0, 4, 4)]:
+    for m, n, k in [(13, 70, 5), (6, 32, 40), (8, 32, 40), (17, 33, 3), (3, 9, 1), (0, 4, 4)]:
         a = rng.standard_normal((m, k)).astype(np.float32)
         w = rng.standard_normal((k, n)).astype(np.float32)
         np.testing.assert_allclose(run(scheduled, a, w), a @ w, rtol=1e-5, atol=1e-5)

@@ -127,8 +127,8 @@ def function_attributes(target: Target) -> tuple[str, ...]:
 
     With AVX-512, LLVM's tuning for Skylake-server-class CPUs (Cascade Lake, Ice Lake,
     ...) prefers 256-bit vectors to avoid the clock penalty of 512-bit instructions;
-    our kernels are long-running SIMD loops where full width pays (a 6x32 matmul tile
-    holds 12 zmm accumulators instead of 24 ymm ones), so vectorisers and the code
+    our kernels are long-running SIMD loops where full width pays (an 8x32 matmul tile
+    holds 16 zmm accumulators instead of 32 ymm ones), so vectorisers and the code
     generator are told to use 512-bit vectors.
     """
     if target.vector_bits == 512:

@@ -11,14 +11,14 @@ broadcasts of ``A``, ``cols / lanes`` vector loads of the packed panel and
 
     for j_0 in parallel(n // 32):                           # one panel per thread chunk
         B_local[k, 32] = B[:, j_0 * 32 : j_0 * 32 + 32]     # packed panel
-        for i_0 in range(m // 6):
-            C_local[6, 32] = C[i_0 * 6 : ..., j_0 * 32 : ...]
+        for i_0 in range(m // 8):
+            C_local[8, 32] = C[i_0 * 8 : ..., j_0 * 32 : ...]
             for k_1 in range(k):
-                for i_1 in unrolled(6):
+                for i_1 in unrolled(8):
                     for j_1 in vectorized(32):
-                        C_local[i_1, j_1] += A[i_0 * 6 + i_1, k_1] * B_local[k_1, j_1]
+                        C_local[i_1, j_1] += A[i_0 * 8 + i_1, k_1] * B_local[k_1, j_1]
             C[...] = C_local
-        for i_tail in range(m % 6): ...                     # leftover rows: 1 x 32 tiles
+        for i_tail in range(m % 8): ...                     # leftover rows: 1 x 32 tiles
     for j_tail in range(n % 32): ...                        # leftover columns
 
 **Row by row** (``m < rows``, e.g. one token of a language model): each row of the
@@ -26,10 +26,9 @@ result is a vector-matrix product; the columns are split into chunks of
 ``gemv_block`` that run in parallel, each accumulating in a local vector while the
 rows of ``B`` stream through once.
 
-Leading batch loops stay outermost. Float32 accumulates in float32 with separate
-multiply and add (the backend's strict IEEE semantics; no fused multiply-add), in
-``k`` order, so results equal the unscheduled kernel's except that the reduction
-may run in a different order (tails).
+Leading batch loops stay outermost. Float32 accumulates in float32 in ``k`` order;
+the backend contracts each multiply-add into one FMA (``contract=False`` keeps two
+roundings), so results equal the unscheduled kernel's built the same way.
 """
 
 from __future__ import annotations
