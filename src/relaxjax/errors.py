@@ -43,7 +43,7 @@ class TraceError(RelaxError):
 
 
 class ShapeError(RelaxError, ValueError):
-    """A shape is invalid: at trace time for every symbol value, or at run time for the given one."""
+    """A shape is invalid: at trace time for all symbol values, or at run time for the given ones."""
 
 
 class InconclusiveShapeError(TraceError):

@@ -139,7 +139,9 @@ def _heap_allocate(
     limit = (2**63 - 1 - _ALIGNMENT) // itemsize
     fits = builder.icmp_unsigned("<=", count, ir.Constant(I64, limit))
     rounded = builder.and_(
-        builder.add(builder.mul(count, ir.Constant(I64, itemsize)), ir.Constant(I64, _ALIGNMENT - 1)),
+        builder.add(
+            builder.mul(count, ir.Constant(I64, itemsize)), ir.Constant(I64, _ALIGNMENT - 1)
+        ),
         ir.Constant(I64, -_ALIGNMENT),
     )
     size = builder.select(fits, rounded, ir.Constant(I64, -1))
