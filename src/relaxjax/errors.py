@@ -43,7 +43,7 @@ class TraceError(RelaxError):
 
 
 class ShapeError(RelaxError, ValueError):
-    """A shape is invalid: at trace time for all symbol values, or at run time for the given ones."""
+    """A shape is invalid: at trace time for all symbol values, or at run time for given ones."""
 
 
 class InconclusiveShapeError(TraceError):
