@@ -255,8 +255,10 @@ def test_inline_refusals():
     sch = schedule.Schedule(softmax())
     with pytest.raises(ScheduleError) as err:
         sch.reverse_compute_inline(sch.get_block("y"))
-    assert "block 'y' must read exactly one intermediate buffer written by one block" in str(
-        err.value
+    assert str(err.value) == (
+        "reverse_compute_inline: block 'y' reads e and s; it can only fold into 's', which "
+        "writes the last of them (s), but block 's' is a reduction; only elementwise blocks "
+        "inline"
     )
     sch = schedule.Schedule(stencil())
     with pytest.raises(ScheduleError, match="block 'C' reads B at several indices"):
@@ -593,8 +595,6 @@ def test_storage_align_pads_an_intermediate():
 
     assert [arith.evaluate(buffer.strides[0], {"m": m}) for m in (3, 32, 64)] == [33, 33, 65]
     check(sch)
-    with pytest.raises(ScheduleError, match="storage_align: B already has explicit strides"):
-        sch.storage_align(sch.get_block("B"), 0, 0, 32, 1)
     with pytest.raises(ScheduleError, match="storage_align: C is a parameter of the kernel"):
         sch.storage_align(sch.get_block("C"), 0, 0, 32, 1)
     sch = schedule.Schedule(two_stage())

@@ -5,33 +5,42 @@ the region that the blocks under that loop need (compute_at) or produce
 (reverse_compute_at). Regions are relaxed with arith over the loops inside the target
 loop; iterator values outside the block's domain are excluded by a predicate unless
 arith proves they cannot occur.
+
+The block and the loop meet in the innermost statement sequence holding both (a
+:class:`~relaxjax.schedule.scope.Placement`): the scope's body for two top-level nests,
+or the body of loops around both. Under such common loops, one iteration of them must
+hold the whole exchange: the consumers read only what the producer wrote in the same
+iteration (compute_at), and the consumer's points in an iteration are those its
+producers make in it (reverse_compute_at).
 """
 
 from __future__ import annotations
 
 from relaxjax import arith
 from relaxjax.arith import Dim
-from relaxjax.schedule.dependence import block_facts
+from relaxjax.schedule.dependence import block_facts, carried
 from relaxjax.schedule.itermap import dense
-from relaxjax.schedule.predicate import at_values, domain_predicate
+from relaxjax.schedule.predicate import at_values, conjuncts, domain_predicate
 from relaxjax.schedule.scope import (
     Access,
+    LoopRange,
+    Placement,
     buffers_touched,
     conjunction,
     exclusive_root,
     instance_accesses,
     instances_under,
+    placement,
     relaxed_region,
     remove,
     scope_block,
-    top_statement,
     top_statements,
 )
 from relaxjax.schedule.step import Step, fail
 from relaxjax.schedule.tree import Namer, Site, replace
 from relaxjax.tir.analysis import relax_dim
 from relaxjax.tir.buffer import Buffer
-from relaxjax.tir.expr import IndexExpr, IntImm, PrimExpr, binop
+from relaxjax.tir.expr import BinOp, IndexExpr, IntImm, PrimExpr, binop
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.stmt import Block, BlockRealize, For, Stmt, seq
 
@@ -66,17 +75,6 @@ def _written_buffers(primitive: str, block: Block, func: PrimFunc) -> list[Buffe
     if not written:
         raise fail(primitive, f"block {block.name!r} writes nothing")
     return [b for b in written if b.name in params] + [b for b in written if b.name not in params]
-
-
-def _loop_chain_to(site: Site, loop: For) -> list[For]:
-    chain = []
-    inside = False
-    for stmt in site.ancestors:
-        if stmt is loop:
-            inside = True
-        if inside and isinstance(stmt, For):
-            chain.append(stmt)
-    return chain
 
 
 def _region_nest(
@@ -155,18 +153,52 @@ def _check_target(primitive: str, block_site: Site, loop_site: Site) -> None:
 def _kept_predicate(primitive: str, block_site: Site, complete: bool) -> PrimExpr | None:
     """The part of the moved block's predicate that its new instance must keep (over
     its iterators): a complete block's loops run every point of its domain that the
-    predicate admits, so the predicate read over the iterators says which points run."""
+    predicate admits, so the predicate read over the iterators says which points run.
+    A block that is not complete (moved before) may only carry guards its domain
+    implies, such as those compute_at adds."""
     realize: BlockRealize = block_site.node
-    predicate = realize.predicate
-    if isinstance(predicate, IntImm) and predicate.value == 1:
+    conditions = [c for c in conjuncts(realize.predicate) if not _domain_guard(c, realize)]
+    if not conditions:
         return None
-    if not complete:
+    guarded = BlockRealize(realize.iter_values, conjunction(conditions), realize.block)
+    kept = domain_predicate(primitive, guarded, block_site.loops())
+    if kept is not None and not complete:
         raise fail(
             primitive,
             f"block {realize.block.name!r} has a predicate that may hide points of its "
             "domain; it cannot be moved",
         )
-    return domain_predicate(primitive, realize, block_site.loops())
+    return kept
+
+
+def _domain_guard(condition: PrimExpr, realize: BlockRealize) -> bool:
+    """Whether ``condition`` bounds an iterator's value within its domain (``v < extent``,
+    ``v >= 0`` with ``v`` spelled as its binding, as compute_at writes them): the
+    domain implies it whatever the bindings."""
+    if not (
+        isinstance(condition, BinOp)
+        and condition.op in ("<", "<=", ">", ">=")
+        and isinstance(condition.a, IndexExpr)
+        and isinstance(condition.b, IndexExpr)
+    ):
+        return False
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+    for value, op, bound in (
+        (condition.a.dim, condition.op, condition.b.dim),
+        (condition.b.dim, flipped[condition.op], condition.a.dim),
+    ):
+        for iv, bound_value in zip(realize.block.iter_vars, realize.iter_values):
+            if arith.compare(value, "==", bound_value) is not True:
+                continue
+            implied = {
+                "<": (iv.extent, "<=", bound),
+                "<=": (iv.extent - 1, "<=", bound),
+                ">=": (bound, "<=", 0),
+                ">": (bound, "<", 0),
+            }[op]
+            if arith.compare(*implied) is True:
+                return True
+    return False
 
 
 def compute_at(
@@ -187,16 +219,23 @@ def compute_at(
                 f"block {block.name!r} writes {buffer.name}, an output of the kernel; only the "
                 "parts its consumers read would be computed (use reverse_compute_at)",
             )
-    scope = scope_block(block_site)
-    statements = top_statements(scope)
-    mine, target = top_statement(block_site), top_statement(loop_site)
-    position = {id(s): k for k, s in enumerate(statements)}
-    if position[id(mine)] >= position[id(target)]:
+    place = placement(primitive, block_site, loop_site)
+    if place.index(place.mine) >= place.index(place.target):
         raise fail(primitive, f"block {block.name!r} does not come before loop {loop.var.name}")
     own = exclusive_root(block_site)
-    _check_outside_uses(primitive, block, written, statements, mine, target, own, loop)
+    _check_outside_uses(primitive, block, written, place, loop, scope_block(block_site))
     regions = _consumer_regions(primitive, block, written, loop)
+    if place.outer:
+        _check_consumers_covered(primitive, realize, written, place, loop, kept)
     nest = _region_nest(block, regions, namer, _outer_ranges(loop_site), kept)
+    if _updates_in_place(block):
+        if not complete:
+            raise fail(
+                primitive,
+                f"block {block.name!r} updates what it writes in place (it has no init) and "
+                "does not cover its whole domain: it may not run once per element",
+            )
+        _check_runs_once(primitive, block, nest, (*loop_site.loops(), loop))
     body = replace(func.body, loop, _with_body(loop, seq(nest, loop.body)))
     body = remove(body, own)
     removed = {
@@ -219,14 +258,20 @@ def _with_body(loop: For, body: Stmt) -> For:
     )
 
 
-def _check_outside_uses(primitive, block, written, statements, mine, target, own, loop) -> None:
-    """Nothing but the blocks under ``loop`` reads what ``block`` writes, and nothing
-    from the block's old place to its new one writes what it reads."""
+def _realizes(stmts) -> list[BlockRealize]:
+    return [realize for stmt in stmts for realize, _ in instances_under(stmt)]
+
+
+def _check_outside_uses(
+    primitive: str, block: Block, written, place: Placement, loop: For, scope: Block
+) -> None:
+    """Nothing but the blocks under ``loop`` uses what ``block`` writes (blocks before
+    it at the top level may), and nothing from the block's old place to its new one
+    writes what it reads."""
     names = {b.name for b in written}
     reads = {a.buffer.name for a in instance_accesses_of(block) if not a.is_write} - names
-    start = next(k for k, s in enumerate(statements) if s is mine)
-    end = next(k for k, s in enumerate(statements) if s is target)
-    for stmt in statements[start : end + 1]:
+    start, end = place.index(place.mine), place.index(place.target)
+    for stmt in place.statements[start : end + 1]:
         for realize, _ in instances_under(stmt):
             other = realize.block
             if other is block:
@@ -234,13 +279,9 @@ def _check_outside_uses(primitive, block, written, statements, mine, target, own
             accesses = instance_accesses(realize)
             touched = {a.buffer.name for a in accesses}
             writes = {a.buffer.name for a in accesses if a.is_write}
-            inside = stmt is target and _under(loop, realize)
+            inside = stmt is place.target and _under(loop, realize)
             if names & touched and not inside:
-                raise fail(
-                    primitive,
-                    f"block {other.name!r} uses {', '.join(sorted(names & touched))} outside "
-                    f"loop {loop.var.name}: every consumer of {block.name!r} must be under it",
-                )
+                raise _used_outside(primitive, other, names & touched, loop, block)
             if names & writes:
                 raise fail(
                     primitive,
@@ -252,14 +293,33 @@ def _check_outside_uses(primitive, block, written, statements, mine, target, own
                     f"block {other.name!r} writes {', '.join(sorted(reads & writes))}, which "
                     f"{block.name!r} reads: moving {block.name!r} would change what it reads",
                 )
-    for stmt in statements[end + 1 :]:
-        for realize, _ in instances_under(stmt):
-            if names & {a.buffer.name for a in instance_accesses(realize)}:
-                raise fail(
-                    primitive,
-                    f"block {realize.block.name!r} after loop {loop.var.name} reads "
-                    f"{', '.join(sorted(names))}, which would only be partly computed",
-                )
+    later = list(place.statements[end + 1 :])
+    if place.top is not None:
+        statements = top_statements(scope)
+        top = next(k for k, s in enumerate(statements) if s is place.top)
+        later += statements[top + 1 :]
+    for realize in _realizes(later):
+        if names & {a.buffer.name for a in instance_accesses(realize)}:
+            raise fail(
+                primitive,
+                f"block {realize.block.name!r} after loop {loop.var.name} reads "
+                f"{', '.join(sorted(names))}, which would only be partly computed",
+            )
+    if place.top is not None:
+        # Around the common loops, other iterations run between the old and new places.
+        seen = {id(r) for r in _realizes(place.statements[start:])}
+        for realize in _realizes([place.top]):
+            touched = {a.buffer.name for a in instance_accesses(realize)} & names
+            if id(realize) not in seen and touched:
+                raise _used_outside(primitive, realize.block, touched, loop, block)
+
+
+def _used_outside(primitive, other: Block, names, loop: For, block: Block):
+    return fail(
+        primitive,
+        f"block {other.name!r} uses {', '.join(sorted(names))} outside loop {loop.var.name}: "
+        f"every consumer of {block.name!r} must be under it",
+    )
 
 
 def instance_accesses_of(block: Block) -> list[Access]:
@@ -278,13 +338,7 @@ def _consumer_regions(primitive, block, written, loop) -> dict[str, tuple[Dim, D
     regions: dict[str, tuple[Dim, Dim]] = {}
     for buffer in written:
         axes = identity_axes(primitive, block, buffer)
-        uses = []
-        for realize, loops in instances_under(loop.body):
-            uses += [
-                (a, loops)
-                for a in instance_accesses(realize)
-                if a.buffer.name == buffer.name and not a.is_write
-            ]
+        uses = _reads_under(loop.body, buffer)
         if not uses:
             raise fail(primitive, f"no block under loop {loop.var.name} reads {buffer.name}")
         region = relaxed_region(uses, buffer)
@@ -295,6 +349,103 @@ def _consumer_regions(primitive, block, written, loop) -> dict[str, tuple[Dim, D
                 high = arith.max_(high, regions[name][1])
             regions[name] = (low, high)
     return regions
+
+
+def _reads_under(stmt: Stmt, buffer: Buffer) -> list[tuple[Access, tuple[LoopRange, ...]]]:
+    return [
+        (a, loops)
+        for realize, loops in instances_under(stmt)
+        for a in instance_accesses(realize)
+        if a.buffer.name == buffer.name and not a.is_write
+    ]
+
+
+def _loops_of(realize: BlockRealize, stmt: Stmt) -> tuple[LoopRange, ...]:
+    """The loops between ``stmt`` (included) and ``realize``."""
+    return next(loops for r, loops in instances_under(stmt) if r is realize)
+
+
+def _check_consumers_covered(
+    primitive: str,
+    realize: BlockRealize,
+    written,
+    place: Placement,
+    loop: For,
+    kept: PrimExpr | None,
+) -> None:
+    """Under common loops, the blocks under ``loop`` read, in one iteration of them, only
+    elements the producer wrote in that iteration: no value crosses iterations, so
+    computing it later in the same iteration gives what the consumers read before."""
+    block = realize.block
+    common = place.outer[-1].var.name
+    if kept is not None:
+        raise fail(
+            primitive,
+            f"block {block.name!r} has a predicate that may hide points of its domain; "
+            f"which elements it writes in one iteration of loop {common} is unknown",
+        )
+    loops = _loops_of(realize, place.mine)
+    extents = {iv.var.name: iv.extent for iv in block.iter_vars}
+    for buffer in written:
+        write = next(
+            a for a in instance_accesses(realize) if a.is_write and a.buffer.name == buffer.name
+        )
+        _check_dense(primitive, block, write, loops, common)
+        produced = relaxed_region([(write, loops)], buffer)
+        needed = relaxed_region(_reads_under(place.target, buffer), buffer)
+        for name, axis in identity_axes(primitive, block, buffer).items():
+            if not _within(needed[axis], produced[axis], buffer.shape[axis], extents[name]):
+                (low, high), (p_low, p_high) = needed[axis], produced[axis]
+                raise fail(
+                    primitive,
+                    f"the blocks under loop {loop.var.name} read {buffer.name} axis {axis} over "
+                    f"[{low}, {high}] in one iteration of loop {common}, beyond [{p_low}, "
+                    f"{p_high}] that {block.name!r} writes in it",
+                )
+
+
+def _le(a: Dim, b: Dim) -> bool:
+    return arith.compare(a, "<=", b) is True
+
+
+def _within(needed, produced, size: Dim, extent: Dim) -> bool:
+    """Whether ``needed`` (clipped to a buffer axis of ``size``) lies in ``produced``
+    (clipped to the producer's iterator domain ``[0, extent)``)."""
+    (low, high), (p_low, p_high) = needed, produced
+    lows = _le(p_low, low) or _le(p_low, 0)
+    highs = (_le(high, p_high) or _le(size - 1, p_high)) and (
+        _le(high, extent - 1) or _le(size - 1, extent - 1)
+    )
+    return lows and highs
+
+
+def _updates_in_place(block: Block) -> bool:
+    """A block without init that reads what it writes (``S[i] = S[i] + ...`` after a
+    separate init, as rfactor and decompose_reduction leave): running one of its
+    instances twice changes the result."""
+    if block.init is not None:
+        return False
+    accesses = instance_accesses_of(block)
+    written = {a.buffer.name for a in accesses if a.is_write}
+    return any(a.buffer.name in written for a in accesses if not a.is_write)
+
+
+def _check_runs_once(primitive: str, block: Block, nest: Stmt, chain: tuple[For, ...]) -> None:
+    """Each loop of ``chain`` (the loops around the new ``nest`` of ``block``, outermost
+    first) runs it at different elements in different iterations; with the nest's own
+    loops running each instance once, every instance runs once."""
+    levels = []
+    for lp in reversed(chain):
+        nest = For(lp.var, lp.start, lp.extent, "serial", nest)
+        levels.append((lp, nest))
+    for lp, stmt in reversed(levels):
+        found = carried(stmt, lp.var)
+        if found.kind != "none":
+            raise fail(
+                primitive,
+                f"block {block.name!r} updates what it writes in place (it has no init), so "
+                f"it must run once per element: {found.reason}",
+            )
 
 
 # --- reverse_compute_at ---------------------------------------------------------------
@@ -318,24 +469,26 @@ def reverse_compute_at(
     facts = block_facts(block)
     if facts.problem is not None:
         raise fail(primitive, facts.problem)
-    scope = scope_block(block_site)
-    statements = top_statements(scope)
-    mine, target = top_statement(block_site), top_statement(loop_site)
-    position = {id(s): k for k, s in enumerate(statements)}
-    if position[id(mine)] <= position[id(target)]:
+    place = placement(primitive, block_site, loop_site)
+    if place.index(place.mine) <= place.index(place.target):
         raise fail(primitive, f"block {block.name!r} does not come after loop {loop.var.name}")
     own = exclusive_root(block_site)
     my_reads = {a.buffer.name for a in instance_accesses_of(block) if not a.is_write}
     my_writes = {b.name for b, _ in facts.write_indices}
     my_reads -= my_writes
-    _check_between(primitive, block, statements, target, mine, my_reads, my_writes, loop)
-    produced, _ = buffers_touched(loop)
-    if my_writes & (produced | buffers_touched(loop)[1]):
+    _check_between(primitive, block, place, my_reads, my_writes, loop)
+    produced, used = buffers_touched(loop)
+    if my_writes & (produced | used):
         raise fail(primitive, f"blocks under loop {loop.var.name} use what {block.name!r} writes")
-    regions = _producer_regions(
-        primitive, block, loop, my_reads & produced, complete, _outer_ranges(loop_site)
+    outer = _outer_ranges(loop_site)
+    regions, sources = _producer_regions(
+        primitive, block, loop, my_reads & produced, complete, outer
     )
-    nest = _region_nest(block, regions, namer, _outer_ranges(loop_site), kept)
+    if place.outer:
+        _check_same_points(primitive, realize, place, loop, sources)
+    nest = _region_nest(block, regions, namer, outer, kept)
+    if _updates_in_place(block):
+        _check_runs_once(primitive, block, nest, (*loop_site.loops(), loop))
     body = replace(func.body, loop, _with_body(loop, seq(loop.body, nest)))
     body = remove(body, own)
     removed = {
@@ -346,12 +499,11 @@ def reverse_compute_at(
     return Step(func.with_body(body), (), removed)
 
 
-def _check_between(primitive, block, statements, target, mine, reads, writes, loop) -> None:
-    start = next(k for k, s in enumerate(statements) if s is target)
-    end = next(k for k, s in enumerate(statements) if s is mine)
-    for stmt in statements[start : end + 1]:
+def _check_between(primitive, block, place: Placement, reads, writes, loop) -> None:
+    start, end = place.index(place.target), place.index(place.mine)
+    for stmt in place.statements[start : end + 1]:
         for realize, _ in instances_under(stmt):
-            if realize.block is block or (stmt is target and _under(loop, realize)):
+            if realize.block is block or (stmt is place.target and _under(loop, realize)):
                 continue
             accesses = instance_accesses(realize)
             other_writes = {a.buffer.name for a in accesses if a.is_write}
@@ -371,11 +523,15 @@ def _check_between(primitive, block, statements, target, mine, reads, writes, lo
                 )
 
 
+Source = tuple[BlockRealize, Access, int]
+
+
 def _producer_regions(
     primitive, block, loop, buffers, complete, outer
-) -> dict[str, tuple[Dim, Dim]]:
+) -> tuple[dict[str, tuple[Dim, Dim]], dict[str, Source]]:
     """For each spatial iterator of ``block`` read as an axis of a buffer produced under
-    ``loop``: the range of that axis produced in one iteration."""
+    ``loop``: the range of that axis produced in one iteration, and where it comes from
+    (the producer, its write, the axis)."""
     if not buffers:
         raise fail(
             primitive, f"block {block.name!r} reads nothing produced under loop {loop.var.name}"
@@ -383,6 +539,7 @@ def _producer_regions(
     accesses = instance_accesses_of(block)
     spatial = {iv.var.name: iv for iv in block.iter_vars if iv.kind == "spatial"}
     regions: dict[str, tuple[Dim, Dim]] = {}
+    sources: dict[str, Source] = {}
     produced_regions: dict[str, tuple[tuple[Dim, Dim], ...]] = {}
     for name in sorted(buffers):
         writers = []
@@ -400,7 +557,7 @@ def _producer_regions(
             raise fail(primitive, f"producer {realize.block.name!r} does not cover its domain")
         buffer = writes[0].buffer
         identity_axes(primitive, realize.block, buffer)
-        _check_dense(primitive, realize.block, writes[0], loops, loop)
+        _check_dense(primitive, realize.block, writes[0], loops, loop.var.name)
         produced = relaxed_region([(w, loops) for w in writes], buffer)
         produced_regions[name] = produced
         reads = [a for a in accesses if a.buffer.name == name and not a.is_write]
@@ -413,8 +570,84 @@ def _producer_regions(
                     if index.name in regions and regions[index.name] != (low, high):
                         raise fail(primitive, f"iterator {index.name} indexes two produced regions")
                     regions[index.name] = (low, high)
+                    sources[index.name] = (realize, writes[0], axis)
     _check_reads_within(primitive, block, accesses, regions, produced_regions)
-    return regions
+    return regions, sources
+
+
+def _check_same_points(
+    primitive: str,
+    realize: BlockRealize,
+    place: Placement,
+    loop: For,
+    sources: dict[str, Source],
+) -> None:
+    """Under common loops, the consumer runs, in one iteration of them, exactly the
+    points whose inputs the producers make in that iteration: it moves within the
+    iteration, never across iterations."""
+    block = realize.block
+    common = place.outer[-1].var.name
+    loops = _loops_of(realize, place.mine)
+    names = {var.name for var, start, _ in loops if start == 0}
+    for value in realize.iter_values:
+        if any(var.name not in names for var, _, _ in loops if _uses(value, var)):
+            raise _unknown_points(primitive, block, common, realize)
+    if not _disjoint_dense(realize.iter_values, {v.name: e for v, s, e in loops if s == 0}):
+        raise _unknown_points(primitive, block, common, realize)
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        runs = relax_dim(value, loops)
+        if iv.var.name in sources:
+            producer, write, axis = sources[iv.var.name]
+            producer_loops = _loops_of(producer, place.target)
+            _check_dense(primitive, producer.block, write, producer_loops, common)
+            made = relaxed_region([(write, producer_loops)], write.buffer)[axis]
+        else:
+            made = (0, iv.extent - 1)
+        if runs is None or not _same_within(runs, made, iv.extent):
+            shown = runs if runs is not None else ("?", "?")
+            raise fail(
+                primitive,
+                f"block {block.name!r} runs {iv.var.name} over [{shown[0]}, {shown[1]}] in one "
+                f"iteration of loop {common}, but loop {loop.var.name} makes its inputs for "
+                f"[{made[0]}, {made[1]}]: it would move across iterations of loop {common}",
+            )
+
+
+def _unknown_points(primitive, block: Block, common: str, realize: BlockRealize):
+    values = ", ".join(map(str, realize.iter_values))
+    return fail(
+        primitive,
+        f"cannot prove which points block {block.name!r} runs in one iteration of loop "
+        f"{common} (it is bound to ({values}))",
+    )
+
+
+def _uses(dim: Dim, var: arith.Sym) -> bool:
+    return not isinstance(dim, int) and var in arith.free_symbols(dim)
+
+
+def _disjoint_dense(values, inner: dict[str, Dim]) -> bool:
+    """Each value runs densely over its own loops of ``inner``, none shared."""
+    used: set[str] = set()
+    for value in values:
+        if not dense(value, inner):
+            return False
+        names = set() if isinstance(value, int) else {s.name for s in arith.free_symbols(value)}
+        names &= set(inner)
+        if names & used:
+            return False
+        used |= names
+    return True
+
+
+def _same_within(a, b, extent: Dim) -> bool:
+    """Whether two ranges clipped to ``[0, extent)`` are provably the same."""
+    (low, high), (b_low, b_high) = a, b
+    lows = arith.compare(low, "==", b_low) is True or (_le(low, 0) and _le(b_low, 0))
+    highs = arith.compare(high, "==", b_high) is True or (
+        _le(extent - 1, high) and _le(extent - 1, b_high)
+    )
+    return lows and highs
 
 
 def _check_reads_within(primitive, block, accesses, regions, produced_regions) -> None:
@@ -443,16 +676,17 @@ def _check_reads_within(primitive, block, accesses, regions, produced_regions) -
                 )
 
 
-def _check_dense(primitive, producer: Block, write: Access, loops, loop: For) -> None:
-    """One iteration of ``loop`` produces exactly a box: each written index runs densely
-    over its own loops (so the region relaxed from it is not an over-approximation)."""
-    inner = {v.name: e for v, s, e in loops if s == 0 and v is not loop.var}
+def _check_dense(primitive, producer: Block, write: Access, loops, where: str) -> None:
+    """One iteration of loop ``where`` produces exactly a box: each written index runs
+    densely over its own ``loops`` (the loops inside that iteration), so the region
+    relaxed from it is not an over-approximation."""
+    inner = {v.name: e for v, s, e in loops if s == 0}
     used: set[str] = set()
     for index in write.indices:
         if isinstance(index, PrimExpr) or not dense(index, inner):
             raise fail(
                 primitive,
-                f"cannot prove that one iteration of loop {loop.var.name} produces a box of "
+                f"cannot prove that one iteration of loop {where} produces a box of "
                 f"{write.buffer.name} (block {producer.name!r} writes "
                 f"[{', '.join(map(str, write.indices))}])",
             )
@@ -460,7 +694,7 @@ def _check_dense(primitive, producer: Block, write: Access, loops, loop: For) ->
         if names & used:
             raise fail(primitive, f"block {producer.name!r} writes {write.buffer.name} diagonally")
         used |= names
-    if any(s != 0 for v, s, e in loops if v is not loop.var):
+    if any(s != 0 for v, s, e in loops):
         raise fail(primitive, f"a loop above block {producer.name!r} does not start at 0")
 
 

@@ -4,8 +4,10 @@ consumers or into its producer, removing the intermediate buffer."""
 from __future__ import annotations
 
 from relaxjax import arith
+from relaxjax.errors import ScheduleError
 from relaxjax.schedule.compute_at import identity_axes, instance_accesses_of
 from relaxjax.schedule.dependence import block_facts
+from relaxjax.schedule.layout import alignment_requests, with_requests
 from relaxjax.schedule.scope import (
     exclusive_root,
     instance_accesses,
@@ -73,8 +75,13 @@ def _users(scope: Block, buffer: Buffer, skip: Block) -> list[tuple[Stmt, BlockR
 
 
 def _drop_alloc(body: Stmt, scope_site_realize: BlockRealize, buffer: Buffer) -> Stmt:
+    """``body`` without the allocation of ``buffer`` (nor its storage_align requests)."""
     allocs = [b for b in scope_site_realize.block.alloc_buffers if b != buffer]
-    return replace(body, scope_site_realize, with_allocs(scope_site_realize, allocs))
+    realize = with_allocs(scope_site_realize, allocs)
+    if alignment_requests(realize.block, buffer.name):
+        block = with_requests(realize.block, buffer.name, {})
+        realize = BlockRealize(realize.iter_values, realize.predicate, block)
+    return replace(body, scope_site_realize, realize)
 
 
 # --- compute_inline -------------------------------------------------------------------
@@ -181,7 +188,10 @@ def _scope_realize_of(body: Stmt, name: str) -> BlockRealize:
 
 
 def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> Step:
-    """Folds the elementwise consumer at ``site`` into the block that produces its input."""
+    """Folds the elementwise consumer at ``site`` into the block that produces its input
+    (the writer of the last-written intermediate it reads); its other reads (parameters,
+    intermediates complete before that producer) move with it, at the producer's
+    iterators."""
     primitive = "reverse_compute_inline"
     realize: BlockRealize = site.node
     block = realize.block
@@ -197,6 +207,49 @@ def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> St
     inputs = sorted(
         {a.buffer.name for a in accesses if not a.is_write and a.buffer.name in allocated}
     )
+    name, producer = _last_producer(primitive, scope, block, inputs)
+    buffer = _buffer(scope, name)
+    try:
+        producer_store, p_axes, c_axes = _check_foldable(
+            primitive, scope, site, block, accesses, producer, buffer, complete
+        )
+    except ScheduleError as err:
+        if len(inputs) == 1:
+            raise
+        reason = str(err).removeprefix(f"{primitive}: ")
+        raise fail(
+            primitive,
+            f"block {block.name!r} reads {_listed(inputs)}; it can only fold into "
+            f"{producer.block.name!r}, which writes the last of them ({name}), but {reason}",
+        ) from None
+    p_iter = {iv.var.name: iv.var for iv in producer.block.iter_vars}
+    mapping = {c: p_iter[_iter_at(p_axes, axis)] for c, axis in c_axes.items()}
+    new_value = _LoadReplacer(buffer, producer_store.value).visit_expr(store.value)
+    new_value = Substituter(mapping).visit_expr(new_value)
+    new_indices = tuple(Substituter(mapping).visit_index(i) for i in store.indices)
+    new_store = BufferStore(store.buffer, new_value, new_indices)
+    p_block = producer.block
+    new_block = Block(
+        p_block.name, p_block.iter_vars, (), (), None, new_store, (), p_block.annotations
+    )
+    body = replace(func.body, producer, with_block(producer, new_block))
+    own = exclusive_root(_refind(body, block.name))
+    body = remove(body, own)
+    body = _drop_alloc(body, _scope_realize_of(body, scope.name), buffer)
+    return Step(func.with_body(body), (), {block.name: "inlined by reverse_compute_inline"})
+
+
+def _listed(names: list[str]) -> str:
+    return " and ".join(names) if len(names) <= 2 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _last_producer(
+    primitive: str, scope: Block, block: Block, inputs: list[str]
+) -> tuple[str, BlockRealize]:
+    """The intermediate the consumer ``block`` folds into and its single writer: of the
+    intermediates it reads that one block writes, the one written last (every other
+    buffer it reads must then be complete before that producer runs)."""
+    order = {id(r): k for k, (r, _) in enumerate(instances_under(scope.body))}
     candidates = []
     for name in inputs:
         writers = [
@@ -205,17 +258,23 @@ def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> St
             if any(a.is_write for a in instance_accesses(u) if a.buffer.name == name)
         ]
         if len(writers) == 1:
-            candidates.append((name, writers[0]))
-    if len(candidates) != 1:
+            candidates.append((order[id(writers[0])], name, writers[0]))
+    if not candidates:
         raise fail(
             primitive,
-            f"block {block.name!r} must read exactly one intermediate buffer written by one "
+            f"block {block.name!r} must read an intermediate buffer written by exactly one "
             f"block; it reads {', '.join(inputs) or 'none'}",
         )
-    name, producer = candidates[0]
+    _, name, producer = max(candidates, key=lambda c: c[:2])
+    return name, producer
+
+
+def _check_foldable(primitive, scope, site, block, accesses, producer, buffer, complete):
+    """The checks of reverse_compute_inline on the chosen producer; returns its store and
+    the iterator -> axis maps of ``buffer`` in the producer and in the consumer."""
+    name = buffer.name
     if producer.block.name not in complete:
         raise fail(primitive, f"producer {producer.block.name!r} does not cover its whole domain")
-    buffer = _buffer(scope, name)
     producer_store = _single_store(primitive, producer.block)
     p_axes = identity_axes(primitive, producer.block, buffer)
     own = instance_accesses_of(block)
@@ -245,21 +304,7 @@ def reverse_compute_inline(func: PrimFunc, site: Site, complete: set[str]) -> St
     if [u.block.name for _, u in users] != [block.name]:
         raise fail(primitive, f"{name} has other consumers than {block.name!r}")
     _check_between_producer(primitive, scope, producer, site, block, accesses, buffer)
-    p_iter = {iv.var.name: iv.var for iv in producer.block.iter_vars}
-    mapping = {c: p_iter[_iter_at(p_axes, axis)] for c, axis in c_axes.items()}
-    new_value = _LoadReplacer(buffer, producer_store.value).visit_expr(store.value)
-    new_value = Substituter(mapping).visit_expr(new_value)
-    new_indices = tuple(Substituter(mapping).visit_index(i) for i in store.indices)
-    new_store = BufferStore(store.buffer, new_value, new_indices)
-    p_block = producer.block
-    new_block = Block(
-        p_block.name, p_block.iter_vars, (), (), None, new_store, (), p_block.annotations
-    )
-    body = replace(func.body, producer, with_block(producer, new_block))
-    own = exclusive_root(_refind(body, block.name))
-    body = remove(body, own)
-    body = _drop_alloc(body, _scope_realize_of(body, scope.name), buffer)
-    return Step(func.with_body(body), (), {block.name: "inlined by reverse_compute_inline"})
+    return producer_store, p_axes, c_axes
 
 
 def _iter_at(axes: dict[str, int], axis: int) -> str:

@@ -405,9 +405,16 @@ class Schedule:
                     v_i_1 = axis.spatial(n, i_1)
                     C[v_i_1] = B[v_i_1] * float32(2.0)
 
+        ``block`` and ``loop`` may sit inside common loops (a tile loop an earlier
+        compute_at made, a batch loop): ``block`` must then come before the loop's nest
+        in their common body, and the consumers read, in one iteration of the common
+        loops, only what ``block`` wrote in that iteration.
+
         Raises ScheduleError when ``block`` writes a kernel output, is not before the
         loop, has consumers outside the loop, shares its buffer with another writer,
-        or when a block between writes what it reads.
+        when a block between writes what it reads, when values would cross iterations
+        of common loops, or when a block without init that updates in place would run
+        twice for an element.
         """
         bsite = self._block("compute_at", block)
         lsite = self._loop("compute_at", loop)
@@ -442,9 +449,14 @@ class Schedule:
                         where(i_0 * 32 + ax_v_i < n)
                         ...
 
+        Inside common loops, ``block`` must come after the loop's nest in their common
+        body and run, in one iteration of them, exactly the points whose inputs that
+        iteration makes.
+
         Raises ScheduleError when ``block`` does not cover its domain, is not after
-        the loop, reads a region that one iteration does not produce, or when a block
-        in between touches what it reads or writes.
+        the loop, reads a region that one iteration does not produce, when a block
+        in between touches what it reads or writes, or when it would move across
+        iterations of common loops.
         """
         bsite = self._block("reverse_compute_at", block)
         lsite = self._loop("reverse_compute_at", loop)
@@ -498,9 +510,13 @@ class Schedule:
             with block("B"):
                 C[v_i] = (A[v_i] + float32(1.0)) * float32(2.0)
 
-        Raises ScheduleError unless the consumer reads one intermediate (with one
+        The consumer may read other buffers (parameters, intermediates complete before
+        the producer): they are read in the producer's block at the same points. It
+        folds into the writer of the last-written intermediate it reads.
+
+        Raises ScheduleError unless the consumer reads that intermediate (with one
         producer and no other consumer) exactly at its iterators, over its whole
-        extent.
+        extent, and nothing from the producer to the consumer writes its other inputs.
         """
         site = self._block("reverse_compute_inline", block)
         step = inline_prims.reverse_compute_inline(self._func, site, self._complete)
@@ -648,7 +664,12 @@ class Schedule:
         (``writes[buffer_index]``) so that the stride of ``axis`` is ``offset`` modulo
         ``factor``: ``B = alloc_buffer((n, 64), "float32")`` becomes
         ``alloc_buffer((n, 64), "float32", strides=(65, 1))`` for
-        ``storage_align(b, 0, 0, 32, 1)``. Only the layout changes."""
+        ``storage_align(b, 0, 0, 32, 1)``. Only the layout changes.
+
+        One call aligns one axis; calls on other axes of the same buffer add to it
+        (padding inner axes grows the outer strides) and a call on the same axis
+        replaces its request. The requests are recorded on the allocating block as
+        ``block_attr({'storage_align': (('B', 0, 32, 1),)})``."""
         site = self._block("storage_align", block)
         step = layout_prims.storage_align(self._func, site, buffer_index, axis, factor, offset)
         self._apply(step, (), "storage_align")

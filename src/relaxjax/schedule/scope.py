@@ -63,6 +63,59 @@ def top_statements(scope: Block) -> tuple[Stmt, ...]:
     return flatten(scope.body)
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a block and a loop of one scope meet: ``statements``, the innermost
+    sequence holding both; ``mine`` and ``target``, its elements holding the block and
+    the loop; ``outer``, the loops of the scope around that sequence (outermost first);
+    ``top``, the scope's top-level statement holding both (None when ``statements`` is
+    the scope's body itself).
+
+    For a block ``B`` and a loop ``j`` of ``C`` both under ``i_0``::
+
+        for i_0 in range(...):      # outer = (i_0,), top = this loop
+            for ax in range(...):   # mine
+                with block("B"): ...
+            for j in range(...):    # target
+                with block("C"): ...
+    """
+
+    statements: tuple[Stmt, ...]
+    mine: Stmt
+    target: Stmt
+    outer: tuple[For, ...]
+    top: Stmt | None
+
+    def index(self, stmt: Stmt) -> int:
+        """The position of ``stmt`` (an element, by identity) in ``statements``."""
+        return next(k for k, s in enumerate(self.statements) if s is stmt)
+
+
+def placement(primitive: str, block_site: Site, loop_site: Site) -> Placement:
+    """The innermost statement sequence holding the block at ``block_site`` and the loop
+    at ``loop_site`` (same scope; the loop does not enclose the block)."""
+    scope = scope_block(block_site)
+    mine_chain = list(block_site.ancestors) + [block_site.node]
+    loop_chain = list(loop_site.ancestors) + [loop_site.node]
+    start = max(k for k, s in enumerate(mine_chain) if s is scope)
+    common = start
+    while (
+        common + 1 < min(len(mine_chain), len(loop_chain))
+        and mine_chain[common + 1] is loop_chain[common + 1]
+    ):
+        common += 1
+    meeting = mine_chain[common]
+    if not isinstance(meeting, SeqStmt):
+        raise fail(
+            primitive,
+            f"block {block_site.node.block.name!r} and loop {loop_site.node.var.name} are not "
+            "in one sequence of statements",
+        )
+    outer = tuple(s for s in mine_chain[start + 1 : common] if isinstance(s, For))
+    top = None if meeting is scope.body else top_statement(loop_site)
+    return Placement(meeting.stmts, mine_chain[common + 1], loop_chain[common + 1], outer, top)
+
+
 def exclusive_root(site: Site) -> Stmt:
     """The outermost statement around the block at ``site`` that holds no other block."""
     root: Stmt = site.node
