@@ -103,6 +103,35 @@ print("threads", before, after, os.environ["OMP_WAIT_POLICY"])
     assert policy == "passive"  # set before libgomp loaded (the user had not chosen one)
 
 
+def test_chunk_claims_cover_every_iteration_once_and_restart_per_entry(isolated):
+    # Threads claim chunks from a counter: every chunk size (1 iteration for heavy
+    # rows, many for light ones), ragged last chunks, and a parallel loop entered
+    # again by an enclosing serial loop (the counter restarts) must each run every
+    # iteration exactly once: ``+=`` would show a repeated or missed iteration.
+    output = isolated(
+        KERNELS
+        + """
+always = replace(host_target(), parallel_min_work=0)
+rng = np.random.default_rng(2)
+for n, m in ((3, 1), (13, 7), (97, 1), (1000, 3), (5, 40000), (33, 20000)):
+    check(rows_func("rows"), rng.standard_normal((n, m)).astype(np.float32), target=always)
+
+a, c = Buffer("A", (6, N, M), "float32"), Buffer("C", (N, M), "float32")
+accumulate = BufferStore(c, c[I, J] + a[P, I, J], (I, J))
+body = For(I, 0, N, "parallel", For(J, 0, M, "serial", accumulate))
+func = PrimFunc("again", (a, c), For(P, 0, 6, "serial", body))
+for n, m in ((1, 1), (9, 3), (70, 5), (17, 3000)):
+    x = rng.standard_normal((6, n, m)).astype(np.float32)
+    got = np.zeros((n, m), np.float32)
+    build(func, target=always)(x, got)  # C is read and written: updated in place
+    np.testing.assert_allclose(got, x.sum(axis=0), rtol=1e-5, atol=1e-5)
+print("ok")
+""",
+        env={"OMP_NUM_THREADS": "2"},
+    )
+    assert output.split()[-1] == "ok"
+
+
 def test_small_work_stays_serial_and_large_symbolic_work_goes_parallel(isolated):
     output = isolated(
         KERNELS
@@ -162,6 +191,8 @@ def test_symbolic_parallel_loop_tests_its_work_at_run_time():
     assert 'call void @"relaxjax_rows_ir.parallel1"' in impl  # the serial fallback
     outlined = re.search(r'define internal void @"relaxjax_rows_ir.parallel1.impl"\((.*?)\)', text)
     assert outlined.group(1).count("noalias") == 2  # buffers stay noalias in the body
+    body = re.search(r'define internal void @"relaxjax_rows_ir.parallel1.impl".*?\n}', text, re.S)
+    assert "atomicrmw add" in body.group(0)  # threads claim chunks from a shared counter
 
 
 def test_parallel_threshold_is_a_target_setting():

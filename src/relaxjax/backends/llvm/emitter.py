@@ -23,7 +23,7 @@ dispatch on the exact class.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -149,9 +149,12 @@ class Captures:
         return pointers + [ir.IntType(64)] * len(self.symbols) + values
 
 
-def new_impl_function(context: KernelContext, name: str, captures: Captures) -> FunctionEmitter:
-    """Declare ``void name(captures..., i32* status)`` (internal) and an emitter for it."""
-    arg_types = [*captures.types(), I32.as_pointer()]
+def new_impl_function(
+    context: KernelContext, name: str, captures: Captures, extra: Sequence[ir.Type] = ()
+) -> FunctionEmitter:
+    """Declare ``void name(captures..., extra..., i32* status)`` (internal) and an emitter
+    for it; the ``extra`` arguments are left to the caller (``function.args``)."""
+    arg_types = [*captures.types(), *extra, I32.as_pointer()]
     function = ir.Function(context.module, ir.FunctionType(ir.VoidType(), arg_types), name)
     function.linkage = "internal"
     scope = Scope()
