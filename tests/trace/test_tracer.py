@@ -177,7 +177,7 @@ def test_unknown_dims_get_fresh_symbols_through_a_match_cast():
     (d,) = dims["shape"]
     assert isinstance(d, arith.Sym)
     # inside the program the dim has a name ...
-    assert f"Tensor(({d.name},), \"float32\")" in str(relax.jit(f).trace(*specs))
+    assert f'Tensor(({d.name},), "float32")' in str(relax.jit(f).trace(*specs))
     # ... which means nothing to the caller: the result falls back to rank and dtype
     assert out == relax.Tensor(ndim=1, dtype="float32")
 
