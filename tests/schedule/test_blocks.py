@@ -568,6 +568,24 @@ def test_decompose_reduction_refuses_a_loop_inside_the_reduction():
     check(sch)
 
 
+def test_decompose_reduction_refuses_a_loop_that_recomputes_the_block():
+    # After compute_at, S is recomputed at every j: an init hoisted above j would run
+    # once per i, and S would accumulate over the j iterations (a wrong result).
+    sch = schedule.Schedule(sum_then_scale())
+    s_block = sch.get_block("S")
+    _, j = sch.get_loops(sch.get_block("Y"))
+    sch.compute_at(s_block, j)
+    *_, k = sch.get_loops(s_block)
+    with pytest.raises(ScheduleError) as err:
+        sch.decompose_reduction(s_block, j)
+    assert str(err.value) == (
+        "decompose_reduction: loop j binds no iterator of 'S', which it runs again at each "
+        "iteration (e.g. after compute_at): decomposing at loop j would initialise it only once"
+    )
+    sch.decompose_reduction(s_block, k)
+    check(sch)
+
+
 def test_reduction_refusals():
     sch = schedule.Schedule(elementwise())
     b = sch.get_block("B")

@@ -98,6 +98,8 @@ MATMUL_SIZES = [
     {"m": 17, "n": 65, "k": 0, "b": 1},
     {"m": 1, "n": 5, "k": 3, "b": 3},
     {"m": 2, "n": 600, "k": 3, "b": 1},
+    {"m": 9, "n": 95, "k": 2, "b": 1},  # two 16-wide tail panels and 15 last columns
+    {"m": 16, "n": 112, "k": 3, "b": 1},  # one tail panel, no last columns
 ]
 
 
@@ -108,20 +110,39 @@ def test_matmul_rule_tiles_packs_and_switches_on_the_row_count():
     func = matmul()
     scheduled = matmul_rule(func)
     text = str(scheduled)
-    rows = cpu_params("llvm").matmul_rows  # 8 with AVX-512, 4 with AVX2
+    params = cpu_params("llvm")
+    rows, cols = params.matmul_rows, params.lanes("float32") * params.matmul_vectors
+    tail = 2 * params.lanes("float32") if cols > 2 * params.lanes("float32") else 8
     assert f"if m >= {rows}:" in text  # tiled for >= rows rows, row by row below
-    assert "for i1_0 in parallel(n // 32):" in text
-    assert 'with allocate((k, 32), "float32", scope="local") as W_local:' in text
-    assert f'with allocate(({rows}, 32), "float32", scope="local") as C_local:' in text
-    assert f"for i0_1 in unrolled({rows}):" in text and "for i1_1 in vectorized(32):" in text
+    assert f"for i1_0 in parallel(n // {cols}):" in text
+    assert f'with allocate((k, {cols}), "float32", scope="local") as W_local:' in text
+    assert f'with allocate(({rows}, {cols}), "float32", scope="local") as C_local:' in text
+    assert f"for i0_1 in unrolled({rows}):" in text and f"for i1_1 in vectorized({cols}):" in text
+    # the columns left over by the wide panels get narrower tiles of their own
+    assert f"for i1_tail_0 in range((n % {cols}) // {tail}):" in text
+    assert f'with allocate((k, {tail}), "float32", scope="local") as W_local_1:' in text
+    assert f"for i0_tail_0 in parallel(m // {rows}):" in text
     assert 'with allocate((1, 512), "float32", scope="local")' in text  # the row-by-row chunk
+    assert_equivalent(func, scheduled, MATMUL_SIZES)
+
+
+def test_matmul_rule_for_avx2_tiles_6x16_with_8_wide_tail_panels():
+    class Avx2:
+        vector_bits = 256
+
+    func = matmul()
+    scheduled = matmul_rule(func, Avx2())
+    text = str(scheduled)
+    assert "for i1_0 in parallel(n // 16):" in text and "for i0_1 in unrolled(6):" in text
+    assert "for i1_tail_0 in range((n % 16) // 8):" in text
     assert_equivalent(func, scheduled, MATMUL_SIZES)
 
 
 def test_matmul_rule_matches_numpy():
     scheduled = matmul_rule(matmul())
     rng = np.random.default_rng(0)
-    for m, n, k in [(13, 70, 5), (6, 32, 40), (8, 32, 40), (17, 33, 3), (3, 9, 1), (0, 4, 4)]:
+    shapes = [(13, 70, 5), (6, 32, 40), (8, 32, 40), (17, 33, 3), (3, 9, 1), (0, 4, 4), (19, 95, 7)]
+    for m, n, k in shapes:
         a = rng.standard_normal((m, k)).astype(np.float32)
         w = rng.standard_normal((k, n)).astype(np.float32)
         np.testing.assert_allclose(run(scheduled, a, w), a @ w, rtol=1e-5, atol=1e-5)
@@ -275,7 +296,7 @@ def test_default_schedule_rejects_what_is_not_a_kernel_and_unknown_targets():
     class Avx2:
         vector_bits = 256
 
-    assert cpu_params(Avx2()) == CpuParams(vector_bits=256, matmul_rows=4)
+    assert cpu_params(Avx2()) == CpuParams(vector_bits=256, matmul_rows=6, matmul_vectors=2)
     assert CpuParams().lanes("float64") == 4 and CpuParams().lanes("bool") == 32
 
 

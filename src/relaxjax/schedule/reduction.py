@@ -104,6 +104,13 @@ def decompose_reduction(func: PrimFunc, namer: Namer, site: Site, loop_site: Sit
             copied.append(lp)
         elif kinds == {"reduce"}:
             reduce_loops.add(lp.var.name)
+        elif arith.compare(lp.extent, "<=", 1) is not True:
+            raise fail(
+                primitive,
+                f"loop {lp.var.name} binds no iterator of {block.name!r}, which it runs again "
+                f"at each iteration (e.g. after compute_at): decomposing at loop "
+                f"{loop.var.name} would initialise it only once",
+            )
     renames = {lp.var.name: namer.fresh_sym(f"{lp.var.name}_init") for lp in copied}
     new_loops = []
     for lp in copied:

@@ -33,6 +33,8 @@ roundings), so results equal the unscheduled kernel's built the same way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from relaxjax import arith, dtypes
 from relaxjax.schedule.handles import BlockRV, LoopRV
 from relaxjax.schedule.rules.common import (
@@ -80,7 +82,8 @@ def _row_tail(sch: Schedule, name: str, lanes: int) -> LoopRV:
 
 
 def _column_tail(sch: Schedule, name: str, lanes: int) -> LoopRV:
-    """The leftover columns: each row accumulates a short vector; returns the row loop."""
+    """The last columns, fewer than a vector tile: each row accumulates a short vector;
+    returns the row loop."""
     block = sch.get_block(name)
     col, row, red = sch.get_loops(block)[-3:]
     sch.reorder(row, red, col)
@@ -90,13 +93,25 @@ def _column_tail(sch: Schedule, name: str, lanes: int) -> LoopRV:
     return row
 
 
-def _tiled(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
-    lanes = params.lanes(match.output.dtype)
-    rows, cols = params.matmul_rows, lanes * params.matmul_vectors
-    sch = Schedule(func)
-    block = sch.get_block(match.update.name)
-    *_, i, j, k = sch.get_loops(block)
-    sch.reorder(j, i, k)
+@dataclass(frozen=True, slots=True)
+class _Tiles:
+    """Where a tiled nest stages its operands: the panel loop (packed ``B``), the
+    row-block loops (register tiles of ``C``) and the blocks left for the column tail."""
+
+    panel: LoopRV
+    row_blocks: tuple[LoopRV, ...]
+    column_tail: tuple[str, ...]
+
+
+def _tile(
+    sch: Schedule, name: str, rows: int, cols: int, lanes: int, parallel_panels: bool
+) -> _Tiles:
+    """Register-tile block ``name``, whose last loops are (column, row, reduction).
+
+    Panels of ``cols`` columns run in parallel, or (``parallel_panels=False``, for the
+    one or two panels of a column tail) the row blocks of each panel do."""
+    block = sch.get_block(name)
+    j, i, k = sch.get_loops(block)[-3:]
     before = block_names(sch)
     jo, ji = sch.split(j, factors=[None, cols], tail="peel")
     column_tail = new_blocks(before, sch)
@@ -108,14 +123,36 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
     _decompose(sch, block, k, lanes)
     sch.unroll(ii)
     sch.vectorize(ji)
-    tail_rows = [_row_tail(sch, name, lanes) for name in row_tail]
-    tail_cols = [_column_tail(sch, name, lanes) for name in column_tail]
-    sch.parallel(jo)
+    tail_rows = [_row_tail(sch, tail, lanes) for tail in row_tail]
+    sch.parallel(jo if parallel_panels else io)
+    return _Tiles(jo, (io, *tail_rows), tuple(column_tail))
+
+
+def _tail_widths(cols: int, lanes: int) -> list[int]:
+    """Narrower tile widths for the columns left over by ``cols``-wide panels."""
+    return [width for width in (2 * lanes, lanes) if width < cols][:1]
+
+
+def _tiled(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
+    lanes = params.lanes(match.output.dtype)
+    rows, cols = params.matmul_rows, lanes * params.matmul_vectors
+    sch = Schedule(func)
+    block = sch.get_block(match.update.name)
+    *_, i, j, k = sch.get_loops(block)
+    sch.reorder(j, i, k)
+    tiled = [_tile(sch, match.update.name, rows, cols, lanes, parallel_panels=True)]
+    for width in _tail_widths(cols, lanes):
+        tail = tiled[-1].column_tail
+        tiled += [_tile(sch, name, rows, width, lanes, parallel_panels=False) for name in tail]
+    tail_cols = [_column_tail(sch, name, lanes) for name in tiled[-1].column_tail]
     _schedule_init(sch, match, lanes)
     kernel = finish(sch)
-    for operand in match.right_operands:
-        kernel = try_stage(kernel, jo, operand.name)
-    for loop in (io, *tail_rows, *tail_cols):
+    for tiles in tiled:
+        for operand in match.right_operands:
+            kernel = try_stage(kernel, tiles.panel, operand.name)
+        for loop in tiles.row_blocks:
+            kernel = try_stage(kernel, loop, match.output.name)
+    for loop in tail_cols:
         kernel = try_stage(kernel, loop, match.output.name)
     return kernel
 

@@ -25,12 +25,12 @@ class CpuParams:
     """Tile sizes the CPU rules use.
 
     ``vector_bits``: the SIMD width planned for; ``matmul_rows`` x
-    ``matmul_vectors`` vectors of ``vector_bits``: the matmul register tile (8 x 32
-    float32 accumulators are 16 of the 32 zmm registers of AVX-512, which the
-    backend uses at full width, leaving room for the broadcasts and panel loads;
-    measured against 6 x 32, 4 x 48, 6 x 48 and 8 x 48 with ``bench/matmul.py``,
-    8 x 32 was fastest at 1024^3; AVX2-only targets, with 16 ymm registers, use 4
-    rows); ``gemv_block``: columns per
+    ``matmul_vectors`` vectors of ``vector_bits``: the matmul register tile. On
+    AVX-512, 8 x 48 float32 accumulators are 24 of the 32 zmm registers (the backend
+    uses them at full width), leaving room for the panel loads and the broadcast;
+    measured with ``bench/matmul.py`` against 6 x 32, 8 x 32 and 6 x 48, it was
+    fastest once the column tail got its own 16-wide tiles. AVX2-only targets, with
+    16 ymm registers, use 6 x 16 (12 accumulators). ``gemv_block``: columns per
     thread chunk of a matrix-vector-like product; ``min_parallel_extent``: the
     smallest loop worth running on several threads (the backend also skips tiny
     parallel loops at run time); ``fast_tanh``: float32 ``tanh`` computed by a
@@ -39,7 +39,7 @@ class CpuParams:
 
     vector_bits: int = _PLANNED_VECTOR_BITS
     matmul_rows: int = 8
-    matmul_vectors: int = 4
+    matmul_vectors: int = 6
     gemv_block: int = 512
     min_parallel_extent: int = 2
     fast_tanh: bool = True
@@ -67,8 +67,10 @@ def cpu_params(target: object = "llvm") -> CpuParams:
 
 
 def _params_for_bits(bits: int) -> CpuParams:
-    rows = 8 if bits >= 512 else 4
-    return CpuParams(vector_bits=min(bits, _PLANNED_VECTOR_BITS), matmul_rows=rows)
+    planned = min(bits, _PLANNED_VECTOR_BITS)
+    if bits >= 512:
+        return CpuParams(vector_bits=planned, matmul_rows=8, matmul_vectors=6)
+    return CpuParams(vector_bits=planned, matmul_rows=6, matmul_vectors=2)
 
 
 @functools.cache
