@@ -100,6 +100,8 @@ MATMUL_SIZES = [
     {"m": 2, "n": 600, "k": 3, "b": 1},
     {"m": 9, "n": 95, "k": 2, "b": 1},  # two 16-wide tail panels and 15 last columns
     {"m": 16, "n": 112, "k": 3, "b": 1},  # one tail panel, no last columns
+    {"m": 3, "n": 21, "k": 300, "b": 1},  # few rows, long k: slices of k in parallel
+    {"m": 1, "n": 4, "k": 257, "b": 1},  # a ragged last slice
 ]
 
 
@@ -123,6 +125,11 @@ def test_matmul_rule_tiles_packs_and_switches_on_the_row_count():
     assert f'with allocate((k, {tail}), "float32", scope="local") as W_local_1:' in text
     assert f"for i0_tail_0 in parallel(m // {rows}):" in text
     assert 'with allocate((1, 512), "float32", scope="local")' in text  # the row-by-row chunk
+    # fewer rows with a long reduction: 16 slices of k summed at the end
+    parts, split_k = params.gemv_parts, params.gemv_split_k
+    assert f"if k >= {split_k}:" in text
+    assert f'with allocate(({parts}, m, n), "float32") as C_rf:' in text
+    assert f"in parallel({parts}):" in text
     assert_equivalent(func, scheduled, MATMUL_SIZES)
 
 
@@ -142,6 +149,7 @@ def test_matmul_rule_matches_numpy():
     scheduled = matmul_rule(matmul())
     rng = np.random.default_rng(0)
     shapes = [(13, 70, 5), (6, 32, 40), (8, 32, 40), (17, 33, 3), (3, 9, 1), (0, 4, 4), (19, 95, 7)]
+    shapes += [(1, 40, 700), (5, 3, 256), (7, 9, 0)]
     for m, n, k in shapes:
         a = rng.standard_normal((m, k)).astype(np.float32)
         w = rng.standard_normal((k, n)).astype(np.float32)
@@ -155,9 +163,17 @@ def test_matmul_rule_picks_one_schedule_for_static_rows():
     c = te.compute((2, N), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
     func = te.create_prim_func([a, b, c], name="rows")
     text = str(matmul_rule(func))
-    assert "if " not in text.split("\n", 2)[2][:40]
+    assert "if m >=" not in text and "if k >= 256:" in text  # only k is left to test
     assert "C_local" in text and "W_local" not in text  # no packing for two rows
-    assert_equivalent(func, matmul_rule(func), MATMUL_SIZES[:3])
+    assert_equivalent(func, matmul_rule(func), MATMUL_SIZES[:3] + MATMUL_SIZES[-2:])
+
+    a = te.placeholder((2, 512), "float32", "A")
+    b = te.placeholder((512, N), "float32", "W")
+    r = te.reduce_axis(512, "r")
+    c = te.compute((2, N), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    long_k = te.create_prim_func([a, b, c], name="rows_long")
+    text = str(matmul_rule(long_k))
+    assert "if " not in text and "C_rf" in text  # k = 512: slices of k, decided statically
 
 
 @pytest.mark.parametrize("transposed, batch", [(True, False), (False, True), (True, True)])

@@ -16,7 +16,7 @@ from relaxjax import arith, schedule, tir
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.rules import choose, lower_blocks, stage, tighten_loops
 from relaxjax.schedule.rules.flatten import has_blocks
-from relaxjax.tir import te
+from relaxjax.tir import Buffer, BufferStore, For, PrimFunc, te
 from relaxjax.tir.expr import IndexExpr, binop
 from relaxjax.tir.interpreter import run
 
@@ -223,6 +223,25 @@ def test_choose_runs_one_of_two_schedules_by_a_condition():
     assert text.count("if m >= 4:") == 1 and "else:" in text
     assert "for i_1 in range(m):" in text or "for i_1" in text  # the second copy is renamed
     assert_equivalent(base, both, SIZES)
+
+
+def test_choose_renames_to_names_the_second_kernel_does_not_bind():
+    # The second kernel binds i and, inside it, i_1: its i clashes with the first's and
+    # must not become a second i_1 (nested choices produce such names).
+    a, b = Buffer("A", (M, N), "float32"), Buffer("B", (M, N), "float32")
+    i, i_1, j = arith.syms("i i_1 j")
+
+    def copy(outer, inner):
+        store = BufferStore(b, a[outer, inner] * 2.0, (outer, inner))
+        return PrimFunc(
+            "copy", (a, b), For(outer, 0, M, "serial", For(inner, 0, N, "serial", store))
+        )
+
+    both = choose(binop(">=", IndexExpr(M), 3), copy(i, j), copy(i, i_1))
+    assert "for i_2 in range(m):" in str(both)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for rows in (x, x[:2]):
+        np.testing.assert_array_equal(run(both, rows), rows * 2.0)
 
 
 def test_choose_needs_one_signature():

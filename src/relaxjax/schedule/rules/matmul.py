@@ -1,6 +1,7 @@
 """The CPU rule for (batched) matrix products, for any M, N, K, symbolic or not.
 
-Two schedules of the same kernel, chosen at run time by the number of rows ``m``:
+Several schedules of the same kernel, chosen at run time by the number of rows ``m``
+(and, for few rows, the reduction length ``k``):
 
 **Tiled** (``m >= rows``): per panel of ``cols`` columns (one thread's work), the
 panel of ``B`` is packed contiguously (``B_local``: ``k x cols``, read from cache by
@@ -9,26 +10,33 @@ every row block); per block of ``rows`` rows, a ``rows x cols`` register tile
 broadcasts of ``A``, ``cols / lanes`` vector loads of the packed panel and
 ``rows * cols / lanes`` vector multiply-adds — and is stored once::
 
-    for j_0 in parallel(n // 32):                           # one panel per thread chunk
-        B_local[k, 32] = B[:, j_0 * 32 : j_0 * 32 + 32]     # packed panel
+    for j_0 in parallel(n // 48):                           # one panel per claim
+        B_local[k, 48] = B[:, j_0 * 48 : j_0 * 48 + 48]     # packed panel
         for i_0 in range(m // 8):
-            C_local[8, 32] = C[i_0 * 8 : ..., j_0 * 32 : ...]
+            C_local[8, 48] = C[i_0 * 8 : ..., j_0 * 48 : ...]
             for k_1 in range(k):
                 for i_1 in unrolled(8):
-                    for j_1 in vectorized(32):
+                    for j_1 in vectorized(48):
                         C_local[i_1, j_1] += A[i_0 * 8 + i_1, k_1] * B_local[k_1, j_1]
             C[...] = C_local
-        for i_tail in range(m % 8): ...                     # leftover rows: 1 x 32 tiles
-    for j_tail in range(n % 32): ...                        # leftover columns
+        for i_tail in range(m % 8): ...                     # leftover rows: 1 x 48 tiles
+    for j_tail_0 in range((n % 48) // 16): ...              # 8 x 16 tiles, rows in parallel
+    for i in parallel(m): ...                               # the last n % 16 columns
 
-**Row by row** (``m < rows``, e.g. one token of a language model): each row of the
-result is a vector-matrix product; the columns are split into chunks of
-``gemv_block`` that run in parallel, each accumulating in a local vector while the
-rows of ``B`` stream through once.
+**Split reduction** (``m < rows`` and ``k >= gemv_split_k``, e.g. one token of a
+language model): ``gemv_parts`` slices of ``k`` run in parallel, each streaming whole
+rows of ``B`` (contiguous memory, so the prefetchers keep up) into its own partial
+rows ``C_rf[part, :m, :]``; the slices are summed at the end.
 
-Leading batch loops stay outermost. Float32 accumulates in float32 in ``k`` order;
-the backend contracts each multiply-add into one FMA (``contract=False`` keeps two
-roundings), so results equal the unscheduled kernel's built the same way.
+**Row by row** (``m < rows``, short ``k``): each row of the result is a
+vector-matrix product; the columns are split into chunks of ``gemv_block`` that run
+in parallel, each accumulating in a local vector while the rows of ``B`` stream by.
+
+Leading batch loops stay outermost (batched products with few rows go row by row).
+Float32 accumulates in float32 in ``k`` order; the backend contracts each
+multiply-add into one FMA (``contract=False`` keeps two roundings), so results equal
+the unscheduled kernel's built the same way — except for the split reduction, which
+adds the slices' partial sums (a different rounding, as in BLAS).
 """
 
 from __future__ import annotations
@@ -171,6 +179,49 @@ def _row_by_row(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFu
     return try_stage(finish(sch), jo, match.output.name)
 
 
+def _split_reduction(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
+    """Few rows, long reduction: ``gemv_parts`` slices of ``k`` run in parallel, each
+    streaming whole rows of ``B`` into its own partial rows of ``C``, summed at the end."""
+    lanes = params.lanes(match.output.dtype)
+    sch = Schedule(func)
+    block = sch.get_block(match.update.name)
+    *_, i, j, k = sch.get_loops(block)
+    ko, ki = sch.split(k, factors=[params.gemv_parts, None])
+    sch.reorder(ko, i, j, ki)
+    partial = sch.rfactor(ko)
+    *_, ko, i, j, ki = sch.get_loops(partial)
+    sch.reorder(ko, ki, i, j)
+    sch.vectorize(j)
+    sch.parallel(ko)
+    rf_init = sch.get_block(f"{match.update.name}_rf_init")
+    schedule_spatial(sch, rf_init, lanes)
+    total = sch.get_block(match.update.name)
+    *_, ti, tj, tk = sch.get_loops(total)
+    sch.reorder(ti, tk, tj)
+    _decompose(sch, total, tk, lanes)
+    sch.vectorize(tj)
+    _schedule_init(sch, match, lanes)
+    return finish(sch)
+
+
+def _few_rows(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
+    """Fewer rows than a register tile: slices of a long reduction in parallel, or
+    chunks of columns in parallel (chosen at run time when ``k`` is symbolic)."""
+    if match.init is not None or match.batch:
+        return _row_by_row(func, match, params)
+    long = arith.compare(match.k.extent, ">=", params.gemv_split_k)
+    if long is True:
+        return _split_reduction(func, match, params)
+    if long is False:
+        return _row_by_row(func, match, params)
+    condition = binop(">=", IndexExpr(match.k.extent), params.gemv_split_k)
+    return choose(
+        condition,
+        _split_reduction(func, match, params),
+        _row_by_row(func, match, params),
+    )
+
+
 def matmul_rule(func: PrimFunc, target: object = "llvm") -> PrimFunc | None:
     """Schedule a floating-point (batched) matrix product (see the module doc); None
     when ``func`` is not one."""
@@ -182,8 +233,8 @@ def matmul_rule(func: PrimFunc, target: object = "llvm") -> PrimFunc | None:
     cols = lanes * params.matmul_vectors
     m, n = match.i.extent, match.j.extent
     if arith.compare(n, "<", cols) is True or arith.compare(m, "<", params.matmul_rows) is True:
-        return _row_by_row(func, match, params)
+        return _few_rows(func, match, params)
     if arith.compare(m, ">=", params.matmul_rows) is True:
         return _tiled(func, match, params)
     many_rows = binop(">=", IndexExpr(m), params.matmul_rows)
-    return choose(many_rows, _tiled(func, match, params), _row_by_row(func, match, params))
+    return choose(many_rows, _tiled(func, match, params), _few_rows(func, match, params))

@@ -30,8 +30,11 @@ class CpuParams:
     uses them at full width), leaving room for the panel loads and the broadcast;
     measured with ``bench/matmul.py`` against 6 x 32, 8 x 32 and 6 x 48, it was
     fastest once the column tail got its own 16-wide tiles. AVX2-only targets, with
-    16 ymm registers, use 6 x 16 (12 accumulators). ``gemv_block``: columns per
-    thread chunk of a matrix-vector-like product; ``min_parallel_extent``: the
+    16 ymm registers, use 6 x 16 (12 accumulators). A product with fewer rows
+    than the tile (a matrix-vector product) is split into ``gemv_parts`` slices of
+    the reduction that run in parallel when ``k >= gemv_split_k`` (each slice streams
+    whole rows of the matrix, which is what keeps it at memory speed), else into
+    column chunks of ``gemv_block``. ``min_parallel_extent``: the
     smallest loop worth running on several threads (the backend also skips tiny
     parallel loops at run time); ``fast_tanh``: float32 ``tanh`` computed by a
     vectorisable rational approximation (:mod:`.approx`) instead of ``tanhf``.
@@ -41,6 +44,8 @@ class CpuParams:
     matmul_rows: int = 8
     matmul_vectors: int = 6
     gemv_block: int = 512
+    gemv_parts: int = 16
+    gemv_split_k: int = 256
     min_parallel_extent: int = 2
     fast_tanh: bool = True
 

@@ -72,18 +72,20 @@ def _fresh(name: str, taken: set[str]) -> str:
     return f"{name}_{count}"
 
 
-def _renamed(stmt: Stmt, taken: set[str]) -> Stmt:
+def _renamed(stmt: Stmt, clashing: set[str]) -> Stmt:
+    """``stmt`` with the loops, symbols and buffers it binds under a name in
+    ``clashing`` renamed to names used nowhere in either."""
     found = _binders(stmt)
+    taken = clashing | set(found.syms) | set(found.buffers)
     syms = {
-        sym: arith.sym(_fresh(name, taken)) for name, sym in found.syms.items() if name in taken
+        sym: arith.sym(_fresh(name, taken)) for name, sym in found.syms.items() if name in clashing
     }
     if syms:
         stmt = substitute(stmt, syms)
-    found = _binders(stmt)
     buffers = {
         buf: Buffer(_fresh(name, taken), buf.shape, buf.dtype, buf.strides, buf.scope)
         for name, buf in found.buffers.items()
-        if name in taken
+        if name in clashing
     }
     return _RenameBuffers(buffers).visit_stmt(stmt) if buffers else stmt
 
