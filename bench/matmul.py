@@ -6,11 +6,15 @@ relaxjax compiles ONE kernel for every shape (all three dims symbolic) through t
 default pipeline with library dispatch off, so the matmul runs the code the
 ``matmul`` schedule rule generates. Run it with::
 
-    python bench/matmul.py [--repeats 5] [--threads N]
+    python bench/matmul.py [--repeats 5] [--threads N] [--settle 0.1]
 
 ``--threads`` sets OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before anything loads
 (default: leave them as they are). It prints GFLOP/s (best of ``repeats`` calls,
 interleaved so that the three see the same machine load) and relaxjax's ratio to each.
+Each timed call starts ``--settle`` seconds after the previous one: OpenBLAS's and
+XLA's worker threads busy-wait for a while after a call returns, and on two cores
+the next contender would otherwise share its cores with them (``--settle 0`` shows
+that cost; it falls on whoever runs next).
 """
 
 import argparse
@@ -23,6 +27,7 @@ def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--settle", type=float, default=0.1)
     return parser.parse_args()
 
 
@@ -46,13 +51,15 @@ def product(a: relax.Tensor(("m", "k"), "float32"), b: relax.Tensor(("k", "n"), 
     return a @ b
 
 
-def best_times(fns: dict, repeats: int) -> dict:
-    """Best wall time of each function, calls interleaved round-robin after a warm-up."""
+def best_times(fns: dict, repeats: int, settle: float = 0.0) -> dict:
+    """Best wall time of each function, calls interleaved round-robin after a warm-up,
+    each ``settle`` seconds after the previous one returned."""
     for fn in fns.values():
         fn()
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
+            time.sleep(settle)
             start = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
@@ -71,13 +78,17 @@ def _contenders(exe, jax_matmul, a: np.ndarray, b: np.ndarray, out: np.ndarray) 
 
 def main() -> None:
     repeats = ARGS.repeats if ARGS is not None else 5
+    settle = ARGS.settle if ARGS is not None else 0.1
     start = time.perf_counter()
     exe = build_executable(product.trace(), library=False)
     compile_s = time.perf_counter() - start
     rules = {name: dict(k.attrs).get("schedule_rule") for name, k in exe.module.kernels().items()}
     jax_matmul = jax.jit(jnp.matmul)
     threads = os.environ.get("OMP_NUM_THREADS", "default")
-    print(f"float32 matmul, GFLOP/s (best of {repeats}), threads={threads}, cpus={os.cpu_count()}")
+    print(
+        f"float32 matmul, GFLOP/s (best of {repeats}, {settle} s apart), threads={threads}, "
+        f"cpus={os.cpu_count()}"
+    )
     print(f"relaxjax: one kernel for every shape, compiled in {compile_s:.2f} s, rules {rules}")
     print(
         f"{'m x k x n':>20} {'relaxjax':>9} {'numpy':>9} {'jax':>9} {'vs numpy':>9} {'vs jax':>7}"
@@ -89,7 +100,7 @@ def main() -> None:
         out = np.empty((m, n), np.float32)
         (ours,) = exe(a, b)
         np.testing.assert_allclose(ours, a @ b, rtol=1e-3, atol=1e-2)
-        times = best_times(_contenders(exe, jax_matmul, a, b, out), repeats)
+        times = best_times(_contenders(exe, jax_matmul, a, b, out), repeats, settle)
         flops = 2.0 * m * k * n
         rate = {name: flops / t / 1e9 for name, t in times.items()}
         print(
