@@ -1,7 +1,7 @@
 """The GNU OpenMP runtime (libgomp) that ``parallel`` loops run on.
 
-Compiled code calls ``GOMP_parallel(body, context, 0, 0)`` and splits the loop
-range with ``omp_get_thread_num`` / ``omp_get_num_threads``. The library must be
+Compiled code calls ``GOMP_parallel(body, context, 0, 0)``; the threads size the
+chunks they claim from ``omp_get_num_threads``. The library must be
 in the process before the JIT links such code: when a symbol is missing the
 link fails (a clear error here) instead of crashing later.
 
@@ -27,7 +27,6 @@ LIBGOMP = "libgomp.so.1"
 # and for the load-time check; the IR declarations live in ``parallel.py``).
 GOMP_SYMBOLS = {
     "GOMP_parallel": "void (void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)",
-    "omp_get_thread_num": "int (void)",
     "omp_get_num_threads": "int (void)",
 }
 

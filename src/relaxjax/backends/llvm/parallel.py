@@ -4,21 +4,21 @@ For ``for i in parallel(start, start + extent): body`` the emitter produces:
 
 - ``K.parallelN.impl(captures..., i64* next, i32* status)``: each thread claims
   chunks of ``chunk`` iterations by an atomic increment of the shared counter
-  ``*next`` and runs them,
-  until none is left (buffers stay ``noalias`` arguments, so the chunk loop
-  vectorises like a serial one). Claiming instead of a fixed split keeps both cores
-  busy when one thread loses its core for a while — to another process, or to the
-  busy-waiting workers of a BLAS library that just returned. ``chunk`` is the
-  fewest iterations holding ``MIN_CHUNK_WORK`` innermost iterations (by the work
-  estimate below), at most ``ceil(extent / (CHUNKS_PER_THREAD * threads))``;
+  ``*next`` and runs them, until none is left (buffers stay ``noalias`` arguments,
+  so the chunk loop vectorises like a serial one). Claiming instead of a fixed
+  split keeps both cores busy when one thread loses its core for a while — to
+  another process, or to the busy-waiting workers of a BLAS library that just
+  returned. ``chunk`` is the fewest iterations holding ``MIN_CHUNK_WORK`` innermost
+  iterations (by the work estimate below), at most
+  ``ceil(extent / (CHUNKS_PER_THREAD * threads))``;
 - ``K.parallelN(i8* ctx)``: unpacks the context struct (every symbol, value
   variable and buffer pointer in scope, the counter and the status pointer) and
   calls impl;
-- at the loop: the counter is zeroed, the context struct is filled and, if the estimated work is at
-  least ``Target.parallel_min_work`` innermost iterations and the extent is at
-  least 2, ``GOMP_parallel(K.parallelN, ctx, 0, 0)`` runs it on the default team;
-  otherwise ``K.parallelN(ctx)`` runs on the calling thread (where
-  ``omp_get_num_threads() == 1``, so it is the whole range). A symbolic work
+- at the loop: the counter is zeroed, the context struct is filled and, if the
+  estimated work is at least ``Target.parallel_min_work`` innermost iterations and
+  the extent is at least 2, ``GOMP_parallel(K.parallelN, ctx, 0, 0)`` runs it on
+  the default team; otherwise ``K.parallelN(ctx)`` runs on the calling thread
+  (where ``omp_get_num_threads() == 1``, so it is the whole range). A symbolic work
   estimate is tested at run time; a constant one decides at compile time, and a
   loop that is always too small is emitted as a plain serial loop.
 

@@ -148,11 +148,13 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: CpuParams) -> PrimFunc:
     block = sch.get_block(match.update.name)
     *_, i, j, k = sch.get_loops(block)
     sch.reorder(j, i, k)
-    tiled = [_tile(sch, match.update.name, rows, cols, lanes, parallel_panels=True)]
+    level = [_tile(sch, match.update.name, rows, cols, lanes, parallel_panels=True)]
+    tiled = list(level)
     for width in _tail_widths(cols, lanes):
-        tail = tiled[-1].column_tail
-        tiled += [_tile(sch, name, rows, width, lanes, parallel_panels=False) for name in tail]
-    tail_cols = [_column_tail(sch, name, lanes) for name in tiled[-1].column_tail]
+        tails = [name for tiles in level for name in tiles.column_tail]
+        level = [_tile(sch, name, rows, width, lanes, parallel_panels=False) for name in tails]
+        tiled += level
+    tail_cols = [_column_tail(sch, n, lanes) for tiles in level for n in tiles.column_tail]
     _schedule_init(sch, match, lanes)
     kernel = finish(sch)
     for tiles in tiled:
