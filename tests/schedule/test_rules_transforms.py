@@ -16,7 +16,7 @@ from relaxjax import arith, schedule, tir
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.rules import choose, lower_blocks, stage, tighten_loops
 from relaxjax.schedule.rules.flatten import has_blocks
-from relaxjax.tir import Buffer, BufferStore, For, PrimFunc, te
+from relaxjax.tir import Allocate, Buffer, BufferStore, For, PrimFunc, te
 from relaxjax.tir.expr import IndexExpr, binop
 from relaxjax.tir.interpreter import run
 
@@ -242,6 +242,27 @@ def test_choose_renames_to_names_the_second_kernel_does_not_bind():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     for rows in (x, x[:2]):
         np.testing.assert_array_equal(run(both, rows), rows * 2.0)
+
+
+def test_choose_renames_a_scratch_buffer_whose_shape_names_a_renamed_loop():
+    # Both kernels allocate T with shape (i + 1,) under loop i: renaming i in the second
+    # rebuilds T, which must still get a name of its own.
+    a, b = Buffer("A", (M, N), "float32"), Buffer("B", (M, N), "float32")
+    i, j = arith.syms("i j")
+
+    def scratch(scale):
+        tmp = Buffer("T", (i + 1,), "float32", scope="local")
+        fill = BufferStore(tmp, a[i, j] * scale, (i,))
+        store = BufferStore(b, tmp[i], (i, j))
+        body = For(j, 0, N, "serial", Allocate(tmp, tir.seq(fill, store)))
+        return PrimFunc("scratch", (a, b), For(i, 0, M, "serial", body))
+
+    both = choose(binop(">=", IndexExpr(M), 3), scratch(2.0), scratch(3.0))
+    text = str(both)
+    assert "as T:" in text and "as T_1:" in text
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(run(both, x), x * 2.0)
+    np.testing.assert_array_equal(run(both, x[:2]), x[:2] * 3.0)
 
 
 def test_choose_needs_one_signature():

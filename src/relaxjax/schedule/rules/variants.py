@@ -82,6 +82,7 @@ def _renamed(stmt: Stmt, clashing: set[str]) -> Stmt:
     }
     if syms:
         stmt = substitute(stmt, syms)
+        found = _binders(stmt)  # buffers whose shapes named a renamed symbol are new objects
     buffers = {
         buf: Buffer(_fresh(name, taken), buf.shape, buf.dtype, buf.strides, buf.scope)
         for name, buf in found.buffers.items()
