@@ -37,14 +37,18 @@ import relaxjax.nn as rnn
 import relaxjax.numpy as rnp
 
 INPUT_SOURCE = '''\
-def make_input(seed, shape, dtype, low, high):
-    """A test array: uniform floats in [low, high], integers in low..high, or bools."""
+def make_input(seed, shape, dtype, low, high, special=False):
+    """A test array: uniform floats in [low, high] (with special, about one element in
+    eight NaN, +inf or -inf), integers in low..high, or bools."""
     rng = np.random.default_rng(seed)
     if dtype == "bool":
         return rng.random(shape) < 0.5
     if dtype in ("float16", "bfloat16", "float32", "float64"):
-        target = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
-        return rng.uniform(low, high, shape).astype(target)
+        values = rng.uniform(low, high, shape)
+        if special:
+            chosen = rng.random(shape) < 0.125
+            values[chosen] = rng.choice([np.nan, np.inf, -np.inf], size=int(chosen.sum()))
+        return values.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
     return rng.integers(int(low), int(high), shape, endpoint=True).astype(dtype)
 '''
 
@@ -103,22 +107,22 @@ def input_seed(program: Program, env: int, index: int) -> int:
     return program.seed * 1000 + env * 10 + index
 
 
-def input_call(program: Program, env: int, index: int, inp: Input) -> str:
-    shape = inp.shape(program.envs[env])
-    return (
-        f"make_input({input_seed(program, env, index)}, {shape!r}, {inp.dtype!r}, "
-        f"{inp.low!r}, {inp.high!r})"
-    )
+def input_arguments(program: Program, env: int, index: int, shape: tuple | None = None) -> tuple:
+    """The arguments of ``make_input`` for input ``index`` at ``env`` (or of ``shape``)."""
+    inp = program.inputs[index]
+    shape = inp.shape(program.envs[env]) if shape is None else shape
+    arguments = (input_seed(program, env, index), shape, inp.dtype, inp.low, inp.high)
+    return (*arguments, True) if inp.special else arguments
+
+
+def input_call(program: Program, env: int, index: int, shape: tuple | None = None) -> str:
+    arguments = input_arguments(program, env, index, shape)
+    return f"make_input({', '.join(repr(a) for a in arguments)})"
 
 
 def make_inputs(program: Program, env: int, scope: dict) -> list[np.ndarray]:
     make = scope["make_input"]
-    return [
-        make(
-            input_seed(program, env, i), inp.shape(program.envs[env]), inp.dtype, inp.low, inp.high
-        )
-        for i, inp in enumerate(program.inputs)
-    ]
+    return [make(*input_arguments(program, env, i)) for i in range(len(program.inputs))]
 
 
 # --------------------------------------------------------------------------- comparing
@@ -436,13 +440,10 @@ def _bad_args(program, scope, env, variant) -> list:
     args = make_inputs(program, env, scope)
     if how == "shapes":
         make = scope["make_input"]
-        return [
-            make(input_seed(program, env, i), shape, inp.dtype, inp.low, inp.high)
-            for i, (inp, shape) in enumerate(zip(program.inputs, payload))
-        ]
+        return [make(*input_arguments(program, env, i, shape)) for i, shape in enumerate(payload)]
     inp = program.inputs[index]
     if how == "shape":
-        args[index] = scope["make_input"](7, payload, inp.dtype, inp.low, inp.high)
+        args[index] = scope["make_input"](*input_arguments(program, env, index, payload))
     elif how == "dtype":
         args[index] = np.zeros(inp.shape(program.envs[env]), payload)
     else:

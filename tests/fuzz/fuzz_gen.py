@@ -19,11 +19,12 @@ failure is replayed from its seed alone.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import fuzz_jax
 from fuzz_known import avoid
@@ -146,7 +147,8 @@ class Gen:
             dims = tuple(self._spec_dim() for _ in range(rank))
             dtype = self.rng.choices(list(_DTYPE_WEIGHTS), weights=list(_DTYPE_WEIGHTS.values()))[0]
             low, high = self._value_range(dtype)
-            inputs.append(Input(f"x{i}", dims, dtype, low, high))
+            special = is_float(dtype) and self.rng.random() < 0.12
+            inputs.append(Input(f"x{i}", dims, dtype, low, high, special))
         return self._bind_every_symbol(tuple(inputs))
 
     def _bind_every_symbol(self, inputs: tuple[Input, ...]) -> tuple[Input, ...]:
@@ -182,6 +184,8 @@ class Gen:
             for d in inp.dims
         )
         rng = BOOL_RANGE if inp.dtype == "bool" else Range(inp.low, inp.high)
+        if inp.special:
+            rng = Range(-math.inf, math.inf, True)
         return Val(inp.name, shape, inp.dtype, False, rng, True)
 
     # -- what families use ----------------------------------------------------------------

@@ -233,13 +233,15 @@ class SpecDim:
 @dataclass(frozen=True, slots=True)
 class Input:
     """A parameter: its spec dims and dtype, and how its test values are drawn
-    (``low``..``high``: uniform floats or integers in that closed range)."""
+    (``low``..``high``: uniform floats or integers in that closed range; ``special``:
+    about one element in eight replaced by NaN, +inf or -inf)."""
 
     name: str
     dims: tuple[SpecDim, ...]
     dtype: str
     low: float
     high: float
+    special: bool = False  # some elements NaN, +inf or -inf (floats only)
 
     def spec(self) -> str:
         dims = ", ".join(d.text for d in self.dims) + ("," if len(self.dims) == 1 else "")

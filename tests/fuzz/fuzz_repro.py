@@ -57,7 +57,7 @@ def _header(program: Program, failure: Failure) -> list[str]:
 
 def _inputs(program: Program, env: int, suffix: str = "") -> list[str]:
     return [
-        f"{inp.name}{suffix} = {fuzz_check.input_call(program, env, i, inp)}"
+        f"{inp.name}{suffix} = {fuzz_check.input_call(program, env, i)}"
         for i, inp in enumerate(program.inputs)
     ]
 
@@ -124,15 +124,12 @@ def _bad_input_lines(program: Program, failure: Failure) -> list[str]:
     names = [i.name for i in program.inputs]
     lines = [f"# a bad input ({what}) must raise relax.ShapeError or TypeError before any kernel"]
     if how == "shapes":
-        env = failure.env
         for i, (inp, shape) in enumerate(zip(program.inputs, payload)):
-            seed = fuzz_check.input_seed(program, env, i)
-            arguments = f"{seed}, {shape!r}, {inp.dtype!r}, {inp.low!r}, {inp.high!r}"
-            lines.append(f"{inp.name} = make_input({arguments})")
+            lines.append(f"{inp.name} = {fuzz_check.input_call(program, failure.env, i, shape)}")
     else:
         inp = program.inputs[index]
         if how == "shape":
-            value = f"make_input(7, {payload!r}, {inp.dtype!r}, {inp.low!r}, {inp.high!r})"
+            value = fuzz_check.input_call(program, failure.env, index, payload)
         elif how == "dtype":
             value = f"np.zeros({inp.shape(program.envs[failure.env])!r}, {payload!r})"
         else:
