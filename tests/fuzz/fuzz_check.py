@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import fuzz_jax
 import numpy as np
-from fuzz_model import Input, Program, is_float
+from fuzz_model import Program, is_float
 
 import relaxjax as relax
 import relaxjax.nn as rnn
@@ -50,6 +50,16 @@ def make_input(seed, shape, dtype, low, high, special=False):
             values[chosen] = rng.choice([np.nan, np.inf, -np.inf], size=int(chosen.sum()))
         return values.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
     return rng.integers(int(low), int(high), shape, endpoint=True).astype(dtype)
+
+
+def make_scalar(seed, dtype, low, high):
+    """A Python scalar: a float in [low, high], an int in low..high, or a bool."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return bool(rng.random() < 0.5)
+    if dtype == "float64":
+        return round(float(rng.uniform(low, high)), 3)
+    return int(rng.integers(int(low), int(high), endpoint=True))
 '''
 
 
@@ -76,7 +86,7 @@ class Failure:
 def jit_source(program: Program, name: str = "f") -> str:
     """The symbols, then ``@relax.jit def f(x0: spec, ...): return program(rnp, rnn, ...)``."""
     lines = [s.declaration() for s in program.used_symbols()]
-    params = ", ".join(f"{i.name}: {i.spec()}" for i in program.inputs)
+    params = ", ".join(i.parameter() for i in program.inputs)
     args = ", ".join(i.name for i in program.inputs)
     lines += [
         "",
@@ -108,8 +118,11 @@ def input_seed(program: Program, env: int, index: int) -> int:
 
 
 def input_arguments(program: Program, env: int, index: int, shape: tuple | None = None) -> tuple:
-    """The arguments of ``make_input`` for input ``index`` at ``env`` (or of ``shape``)."""
+    """The arguments of ``make_input`` (``make_scalar``) for input ``index`` at ``env``
+    (or of ``shape``)."""
     inp = program.inputs[index]
+    if inp.scalar:
+        return (input_seed(program, env, index), inp.dtype, inp.low, inp.high)
     shape = inp.shape(program.envs[env]) if shape is None else shape
     arguments = (input_seed(program, env, index), shape, inp.dtype, inp.low, inp.high)
     return (*arguments, True) if inp.special else arguments
@@ -117,12 +130,18 @@ def input_arguments(program: Program, env: int, index: int, shape: tuple | None 
 
 def input_call(program: Program, env: int, index: int, shape: tuple | None = None) -> str:
     arguments = input_arguments(program, env, index, shape)
-    return f"make_input({', '.join(repr(a) for a in arguments)})"
+    maker = "make_scalar" if program.inputs[index].scalar else "make_input"
+    return f"{maker}({', '.join(repr(a) for a in arguments)})"
 
 
-def make_inputs(program: Program, env: int, scope: dict) -> list[np.ndarray]:
-    make = scope["make_input"]
-    return [make(*input_arguments(program, env, i)) for i in range(len(program.inputs))]
+def input_value(program: Program, env: int, index: int, scope: dict, shape=None) -> object:
+    """Input ``index`` at ``env`` (of ``shape`` instead of its own, if given)."""
+    maker = "make_scalar" if program.inputs[index].scalar else "make_input"
+    return scope[maker](*input_arguments(program, env, index, shape))
+
+
+def make_inputs(program: Program, env: int, scope: dict) -> list[object]:
+    return [input_value(program, env, i, scope) for i in range(len(program.inputs))]
 
 
 # --------------------------------------------------------------------------- comparing
@@ -317,7 +336,11 @@ def _evaluate(dims, env: dict[str, int]) -> tuple | None:
 
 
 def _check_deductions(program, scope, references) -> list[Failure]:
-    specs = [eval(i.spec(), scope) for i in program.inputs]  # noqa: S307 - our own text
+    first = next(iter(references))  # a Python scalar is its own spec: any value will do
+    specs = [
+        make_inputs(program, first, scope)[k] if i.scalar else eval(i.spec(), scope)  # noqa: S307
+        for k, i in enumerate(program.inputs)
+    ]
     fn = scope["program_all"]
     try:
         deduced = relax.eval_shape(lambda *xs: fn(rnp, rnn, *xs), *specs)
@@ -370,6 +393,9 @@ def bad_variants(program: Program, env: int) -> list[tuple[str, int, object]]:
     bound = program.envs[env]
     out: list[tuple[str, int, object]] = []
     for index, inp in enumerate(program.inputs):
+        if inp.scalar:  # any array or scalar is a valid (new) specialisation
+            out.append(("str", index, ("value", "x")))
+            continue
         shape = inp.shape(bound)
         out.append(("rank+1", index, ("shape", (*shape, 2))))
         if shape:
@@ -439,11 +465,10 @@ def _bad_args(program, scope, env, variant) -> list:
     what, index, (how, payload) = variant
     args = make_inputs(program, env, scope)
     if how == "shapes":
-        make = scope["make_input"]
-        return [make(*input_arguments(program, env, i, shape)) for i, shape in enumerate(payload)]
+        return [input_value(program, env, i, scope, shape) for i, shape in enumerate(payload)]
     inp = program.inputs[index]
     if how == "shape":
-        args[index] = scope["make_input"](*input_arguments(program, env, index, payload))
+        args[index] = input_value(program, env, index, scope, payload)
     elif how == "dtype":
         args[index] = np.zeros(inp.shape(program.envs[env]), payload)
     else:

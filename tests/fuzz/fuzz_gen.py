@@ -79,6 +79,10 @@ _DTYPE_WEIGHTS = {
 }
 
 
+#: Families whose result keeps the weak type of weakly typed scalar operands in relaxjax.
+_SCALAR_ARITHMETIC = frozenset({"unary", "binary", "compare", "where", "clip"})
+
+
 class GeneratorError(AssertionError):
     """The fuzzer predicted a shape that jax does not compute: a bug of the fuzzer."""
 
@@ -142,7 +146,13 @@ class Gen:
 
     def _inputs(self) -> tuple[Input, ...]:
         inputs = []
-        for i in range(self.rng.choice([1, 2, 2, 3])):
+        count = self.rng.choice([1, 2, 2, 3])
+        if count > 1 and self.rng.random() < 0.2:  # a Python scalar, specialised on its type
+            count -= 1
+            dtype = self.rng.choice(["float64", "float64", "int64", "bool"])
+            low, high = {"float64": (-2.0, 2.0), "int64": (-3, 3), "bool": (0, 1)}[dtype]
+            inputs.append(Input("s0", (), dtype, low, high, scalar=True))
+        for i in range(count):
             rank = self.rng.choices([0, 1, 2, 3, 4], weights=[4, 25, 40, 22, 9])[0]
             dims = tuple(self._spec_dim() for _ in range(rank))
             dtype = self.rng.choices(list(_DTYPE_WEIGHTS), weights=list(_DTYPE_WEIGHTS.values()))[0]
@@ -154,7 +164,7 @@ class Gen:
     def _bind_every_symbol(self, inputs: tuple[Input, ...]) -> tuple[Input, ...]:
         """Every symbol a spec uses can be bound by a call: it appears in some dim linear
         in it alone (``n``, ``2 * n + 1``), which the call solves; a product (``n * m``)
-        only checks. A symbol that is not gets a dim of its own on the first input."""
+        only checks. A symbol that is not gets a dim of its own on the first tensor."""
         linear = {d.symbol for i in inputs for d in i.dims if d.symbol and not d.product}
         used = {d.symbol for i in inputs for d in i.dims if d.symbol} | {
             d.product for i in inputs for d in i.dims if d.product
@@ -162,12 +172,10 @@ class Gen:
         missing = sorted(used - linear)
         if not missing:
             return inputs
-        first = inputs[0]
+        index = next(i for i, inp in enumerate(inputs) if not inp.scalar)
         extra = tuple(SpecDim(name, symbol=name) for name in missing)
-        return (
-            Input(first.name, first.dims + extra, first.dtype, first.low, first.high),
-            *inputs[1:],
-        )
+        bound = replace(inputs[index], dims=inputs[index].dims + extra)
+        return (*inputs[:index], bound, *inputs[index + 1 :])
 
     def _value_range(self, dtype: str) -> tuple[float, float]:
         if is_float(dtype):
@@ -186,7 +194,7 @@ class Gen:
         rng = BOOL_RANGE if inp.dtype == "bool" else Range(inp.low, inp.high)
         if inp.special:
             rng = Range(-math.inf, math.inf, True)
-        return Val(inp.name, shape, inp.dtype, False, rng, True)
+        return Val(inp.name, shape, inp.dtype, inp.scalar, rng, True)
 
     # -- what families use ----------------------------------------------------------------
 
@@ -260,6 +268,9 @@ class Gen:
             results = out
         if any(dtype not in DTYPES for _, dtype, _ in results):
             return False  # e.g. uint64 from summing uint8: not a relaxjax dtype
+        weak_scalars = all(v.weak for v in values) and proposal.family in _SCALAR_ARITHMETIC
+        if avoid("weak-scalar-results") and any(w for _, _, w in results) and not weak_scalars:
+            return False  # weak in jax, strong in relaxjax: only arithmetic on scalars stays weak
         if avoid("static-zero-extent") and any(
             max(d.vals) == 0 for shape in proposal.shapes for d in shape
         ):

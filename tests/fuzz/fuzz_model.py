@@ -234,7 +234,8 @@ class SpecDim:
 class Input:
     """A parameter: its spec dims and dtype, and how its test values are drawn
     (``low``..``high``: uniform floats or integers in that closed range; ``special``:
-    about one element in eight replaced by NaN, +inf or -inf)."""
+    about one element in eight replaced by NaN, +inf or -inf). A ``scalar`` input is a
+    Python ``float``, ``int`` or ``bool`` (dtype float64, int64 or bool, weakly typed)."""
 
     name: str
     dims: tuple[SpecDim, ...]
@@ -242,6 +243,12 @@ class Input:
     low: float
     high: float
     special: bool = False  # some elements NaN, +inf or -inf (floats only)
+    scalar: bool = False  # an unannotated parameter given a Python scalar (weakly typed)
+
+    def parameter(self) -> str:
+        """The parameter as ``def f(...)`` declares it: annotated with its spec, unless a
+        Python scalar (specialised at the call, like jax.jit)."""
+        return self.name if self.scalar else f"{self.name}: {self.spec()}"
 
     def spec(self) -> str:
         dims = ", ".join(d.text for d in self.dims) + ("," if len(self.dims) == 1 else "")

@@ -51,6 +51,13 @@ class Proposal:
         return Proposal(expr, tuple(dict.fromkeys(uses)), (tuple(shape),), (rng,), exact, family)
 
 
+def _call(g, name: str, v: Val, arguments: str) -> str:
+    """``np_.name(v, arguments)`` or the array method ``v.name(arguments)``."""
+    if g.rng.random() < 0.3:
+        return f"{v.name}.{name}({arguments})"
+    return f"np_.{name}({v.name}, {arguments})"
+
+
 def _approx_ok(v: Val) -> bool:
     """May a discontinuous op (comparison, floor, conversion to int, argmax) read ``v``?
     Exact values always; rounded float32/float64 values too (ties are rare); rounded
@@ -262,9 +269,16 @@ def _operand(g, a: Val, op: str) -> Operand | None:
         dim = a.shape[axis]
         return Operand(f"{a.name}.shape[{axis}]", Range(min(dim.vals), max(dim.vals)))
     b = _partner(g, a)
-    if b is None:
+    if b is None or (avoid("weak-scalar-results") and _weak_above(a, b)):
         return None
     return Operand(b.name, b.range, b.shape, b.exact, b, not is_float(b.dtype))
+
+
+def _weak_above(a: Val, b: Val) -> bool:
+    """Is one operand weakly typed and of a higher kind (``weak-scalar-results``)?"""
+    return (b.weak and _kind(b.dtype) > _kind(a.dtype)) or (
+        a.weak and _kind(a.dtype) > _kind(b.dtype)
+    )
 
 
 def binary(g) -> Proposal | None:
@@ -369,7 +383,7 @@ def clip(g) -> Proposal | None:
     elif form < 0.4:
         expr, rng = f"np_.clip({v.name}, {lo})", Range(lo_r.lo, max(v.range.hi, lo_r.lo))
     else:
-        expr = f"np_.clip({v.name}, {lo}, {hi})"
+        expr = _call(g, "clip", v, f"{lo}, {hi}")
         rng = Range(min(lo_r.lo, hi_r.hi), hi_r.hi)
     rng = Range(rng.lo, rng.hi, v.range.nan)
     return Proposal.one(expr, [v.name], v.shape, rng, v.exact, "clip")
@@ -480,9 +494,7 @@ def reduction(g) -> Proposal | None:
         if op == "sum" and g.rng.random() < 0.15 and not is_float(v.dtype):
             extra += f", dtype={g.rng.choice(['int32', 'float32', 'float64'])!r}"
             exact = False
-    expr = f"np_.{op}({v.name}, axis={axis}{extra})"
-    if g.rng.random() < 0.2 and axis == "None" and "initial" not in extra and op != "var":
-        expr = f"{v.name}.{op}()" if "keepdims" not in extra else expr
+    expr = _call(g, op, v, f"axis={axis}{extra}")
     return Proposal.one(expr, [v.name], _reduced(v, axes, keepdims, g), rng, exact, "reduction")
 
 
@@ -502,9 +514,7 @@ def arg_reduction(g) -> Proposal | None:
     extra = ", keepdims=True" if keepdims else ""
     shape = _reduced(v, axes, keepdims, g)
     rng = Range(0, _count_max(v, axes) - 1)
-    return Proposal.one(
-        f"np_.{op}({v.name}, axis={axis}{extra})", [v.name], shape, rng, True, "arg"
-    )
+    return Proposal.one(_call(g, op, v, f"axis={axis}{extra}"), [v.name], shape, rng, True, "arg")
 
 
 def cumsum(g) -> Proposal | None:
@@ -525,7 +535,8 @@ def cumsum(g) -> Proposal | None:
     bound = count * max(abs(r.lo), abs(r.hi))
     rng = Range(-bound if r.lo < 0 else 0, bound if r.hi > 0 else 0, r.nan)
     exact = v.exact and not is_float(v.dtype)
-    return Proposal.one(f"np_.cumsum({v.name}, axis={axis})", [v.name], shape, rng, exact, "cumsum")
+    expr = _call(g, "cumsum", v, f"axis={axis}")
+    return Proposal.one(expr, [v.name], shape, rng, exact, "cumsum")
 
 
 # --------------------------------------------------------------------------- shapes
@@ -586,13 +597,13 @@ def permute(g) -> Proposal | None:
     elif kind < 0.7:
         perm = list(range(r))
         g.rng.shuffle(perm)
-        expr = f"np_.transpose({v.name}, {tuple(perm)!r})"
+        expr = _call(g, "transpose", v, repr(tuple(perm)))
     else:
         a, b = g.rng.randrange(r), g.rng.randrange(r)
         perm = list(range(r))
         perm[a], perm[b] = perm[b], perm[a]
         ta = a - r if g.rng.random() < 0.3 else a
-        expr = f"np_.swapaxes({v.name}, {ta}, {b})"
+        expr = _call(g, "swapaxes", v, f"{ta}, {b}")
     shape = tuple(v.shape[p] for p in perm)
     return Proposal.one(expr, [v.name], shape, v.range, v.exact, "permute")
 
@@ -608,7 +619,7 @@ def expand_squeeze(g) -> Proposal | None:
         axes_text = [a - v.rank if g.rng.random() < 0.3 else a for a in axes]
         arg = str(axes_text[0]) if len(axes) == 1 else repr(tuple(axes_text))
         return Proposal.one(
-            f"np_.squeeze({v.name}, axis={arg})", [v.name], shape, v.range, v.exact, "squeeze"
+            _call(g, "squeeze", v, f"axis={arg}"), [v.name], shape, v.range, v.exact, "squeeze"
         )
     count = 1 if g.rng.random() < 0.7 else 2
     out_rank = v.rank + count

@@ -103,7 +103,7 @@ def repro(program: Program, failure: Failure) -> str:
 
 
 def _deduction_lines(program, failure, bound, nn, names, jax_names) -> list[str]:
-    specs = ", ".join(i.spec() for i in program.inputs)
+    specs = ", ".join(i.name if i.scalar else i.spec() for i in program.inputs)
     target = failure.key if failure.key in program.values() else program.outputs[0]
     return [
         f"want = program(jnp, {nn}, {jax_names})",
