@@ -1099,8 +1099,9 @@ def norm(g) -> Proposal | None:
 
 
 def attention(g) -> Proposal | None:
-    # bfloat16: XLA's CPU backend cannot compile jax's reference (ALG_DOT_BF16_BF16_F32)
-    q = g.pick(lambda v: v.rank in (2, 4) and v.dtype in ("float16", "float32", "float64"))
+    # half precisions: jax's reference does not run on CPU (its dot asks for F16_F16_F32 or
+    # BF16_BF16_F32 precision, which XLA's CPU backend lacks)
+    q = g.pick(lambda v: v.rank in (2, 4) and v.dtype in ("float32", "float64"))
     if q is None:
         return None
     if q.rank == 2:

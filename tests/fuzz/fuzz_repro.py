@@ -82,6 +82,12 @@ def repro(program: Program, failure: Failure) -> str:
     lines += _inputs(program, env)
     if failure.kind == "bad-input":
         lines += _bad_input_lines(program, failure)
+    elif failure.kind == "died":
+        lines.append(f"f({names})")
+        for e in range(1, program.runs):
+            lines.append(f"# symbol values {program.envs[e]}")
+            lines += _inputs(program, e)
+            lines.append(f"f({names})  # the process dies at one of these calls")
     elif failure.kind == "cache":
         for e in range(program.runs):
             lines.append(f"# symbol values {program.envs[e]}")
