@@ -194,7 +194,7 @@ class Gen:
         rng = BOOL_RANGE if inp.dtype == "bool" else Range(inp.low, inp.high)
         if inp.special:
             rng = Range(-math.inf, math.inf, True)
-        return Val(inp.name, shape, inp.dtype, inp.scalar, rng, True)
+        return Val(inp.name, shape, inp.dtype, inp.scalar, rng, True, 0.0, not is_float(inp.dtype))
 
     # -- what families use ----------------------------------------------------------------
 
@@ -277,6 +277,7 @@ class Gen:
             return False  # 0 at every environment: relaxjax may well prove it static
         targets = tuple(self._fresh() for _ in results)
         inherited = max((v.tol for v in values), default=0.0)
+        discrete = proposal.family == "creation" or all(v.discrete for v in values)
         vals = tuple(
             Val(
                 name,
@@ -286,6 +287,7 @@ class Gen:
                 _clamp(rng, dtype),
                 proposal.exact,
                 _tolerance(dtype, proposal.exact, inherited),
+                discrete or not is_float(dtype),
             )
             for name, shape, (_, dtype, weak), rng in zip(
                 targets, proposal.shapes, results, proposal.ranges

@@ -174,6 +174,9 @@ class Val:
     range: Range = UNKNOWN
     exact: bool = False
     tol: float = 0.0  # the relative precision it is compared with (0: exactly)
+    discrete: bool = True  # computed from integers, bools and constants only: its rounded
+    # values sit on or next to round numbers, where discontinuous ops (floor, comparisons)
+    # turn a last-bit difference into a different answer
 
     @property
     def rank(self) -> int:

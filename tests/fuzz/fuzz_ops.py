@@ -60,9 +60,11 @@ def _call(g, name: str, v: Val, arguments: str) -> str:
 
 def _approx_ok(v: Val) -> bool:
     """May a discontinuous op (comparison, floor, conversion to int, argmax) read ``v``?
-    Exact values always; rounded float32/float64 values too (ties are rare); rounded
-    half-precision values not (implementations round intermediates differently)."""
-    return v.exact or v.dtype in ("float32", "float64")
+    Exact values always; rounded float32/float64 values computed from random floats too
+    (a tie within a few ulps is rare); not rounded half-precision values (implementations
+    round intermediates differently), nor values computed from integers (they land on
+    round numbers, where a last-bit difference flips the answer)."""
+    return v.exact or (v.dtype in ("float32", "float64") and not v.discrete)
 
 
 def _kind(dtype: str) -> int:
@@ -300,7 +302,8 @@ def binary(g) -> Proposal | None:
     if op == "pow" and not integral and a.range.lo < 0 and not b.integral:
         return None  # NaN for a negative base exactly where the exponent is not an integer
     left, right, lrng, rrng = a.name, b.text, a.range, b.range
-    if b.value is None and op != "pow" and g.rng.random() < 0.3 and template.startswith("{}"):
+    commutes = op in ("add", "sub", "mul", "max", "min")  # the divisor, the exponent stay put
+    if b.value is None and commutes and g.rng.random() < 0.3 and template.startswith("{}"):
         left, right, lrng, rrng = b.text, a.name, b.range, a.range  # the scalar on the left
     shape = broadcast_shapes(a.shape, b.shape)
     exact = a.exact and b.exact and ((integral and op != "div") or op in ("max", "min"))
@@ -882,8 +885,14 @@ def take(g) -> Proposal | None:
 # --------------------------------------------------------------------------- linear algebra
 
 
+def _contractible(v: Val) -> bool:
+    """An operand of a contraction: not bool, and finite (where NaN or inf meets an empty
+    or a zero factor, the result depends on the order of the contraction)."""
+    return v.dtype != "bool" and v.range.finite
+
+
 def matmul(g) -> Proposal | None:
-    a = g.pick(lambda v: v.rank >= 1 and v.dtype != "bool")
+    a = g.pick(lambda v: v.rank >= 1 and _contractible(v))
     if a is None:
         return None
     k = a.shape[-1]
@@ -897,7 +906,7 @@ def matmul(g) -> Proposal | None:
         b = g.pick(
             lambda w: (
                 w.rank >= 1
-                and w.dtype != "bool"
+                and _contractible(w)
                 and (w.shape[0] if w.rank == 1 else w.shape[-2]).same(k)
                 and (
                     w.rank <= 2
@@ -930,7 +939,7 @@ _LETTERS = "ijklmn"
 
 
 def einsum(g) -> Proposal | None:
-    a = g.pick(lambda v: 1 <= v.rank <= 3 and v.dtype != "bool")
+    a = g.pick(lambda v: 1 <= v.rank <= 3 and _contractible(v))
     if a is None:
         return None
     labels: dict[str, Dim] = {}
@@ -945,7 +954,7 @@ def einsum(g) -> Proposal | None:
         a_labels.append(c)
     operands, subs = [a], ["".join(a_labels)]
     if g.rng.random() < 0.6:
-        b = g.pick(lambda v: 1 <= v.rank <= 3 and v.dtype != "bool")
+        b = g.pick(lambda v: 1 <= v.rank <= 3 and _contractible(v))
         if b is not None:
             b_labels = []
             for d in b.shape:
@@ -1101,11 +1110,18 @@ def norm(g) -> Proposal | None:
 def attention(g) -> Proposal | None:
     # half precisions: jax's reference does not run on CPU (its dot asks for F16_F16_F32 or
     # BF16_BF16_F32 precision, which XLA's CPU backend lacks)
-    q = g.pick(lambda v: v.rank in (2, 4) and v.dtype in ("float32", "float64"))
+    q = g.pick(lambda v: v.rank in (2, 4) and v.dtype in ("float32", "float64") and v.range.finite)
     if q is None:
         return None
     if q.rank == 2:
-        k = g.pick(lambda w: w.rank == 2 and w.dtype == q.dtype and w.shape[1].same(q.shape[1]))
+        k = g.pick(
+            lambda w: (
+                w.rank == 2
+                and w.dtype == q.dtype
+                and w.range.finite
+                and w.shape[1].same(q.shape[1])
+            )
+        )
         if k is None:
             return None
         expand = "[None, :, None, :]"
@@ -1117,6 +1133,7 @@ def attention(g) -> Proposal | None:
             lambda w: (
                 w.rank == 4
                 and w.dtype == q.dtype
+                and w.range.finite
                 and w.shape[0].same(b)
                 and w.shape[3].same(h)
                 and w.shape[2].static is not None
