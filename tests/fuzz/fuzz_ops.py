@@ -470,8 +470,16 @@ def reduction(g) -> Proposal | None:
     axis, axes = _reduce_axes(g, v)
     keepdims = g.rng.random() < 0.3
     extra = ", keepdims=True" if keepdims else ""
+    uses = [v.name]
     r = v.range
     nonempty = _extent_positive(v, axes)
+    mask = None
+    if g.rng.random() < 0.2:  # where=: a boolean mask broadcasting to the array
+        mask = g.pick(lambda w: w.dtype == "bool" and broadcast_shapes(v.shape, w.shape) == v.shape)
+    if mask is not None:
+        extra += f", where={mask.name}"
+        uses.append(mask.name)
+        nonempty = False  # the mask may select nothing
     if op in ("max", "min"):
         rng = r
         if not nonempty:  # an empty reduction needs an initial value (as in jax)
@@ -498,7 +506,7 @@ def reduction(g) -> Proposal | None:
             extra += f", dtype={g.rng.choice(['int32', 'float32', 'float64'])!r}"
             exact = False
     expr = _call(g, op, v, f"axis={axis}{extra}")
-    return Proposal.one(expr, [v.name], _reduced(v, axes, keepdims, g), rng, exact, "reduction")
+    return Proposal.one(expr, uses, _reduced(v, axes, keepdims, g), rng, exact, "reduction")
 
 
 def arg_reduction(g) -> Proposal | None:
@@ -871,15 +879,26 @@ def take(g) -> Proposal | None:
     if not d.positive:
         return None
     idx = g.pick(lambda w: is_int(w.dtype) and w.exact and w.rank <= 2)
-    if idx is None or g.rng.random() < 0.3:
-        consts = [g.rng.randrange(d.min) for _ in range(g.rng.randint(1, 3))]
+    mode = g.rng.choice([None, None, "clip", "wrap", "fill"])
+    extra = f", mode={mode!r}" if mode else ""
+    rng = v.range
+    if mode in ("clip", "wrap") or (idx is not None and g.rng.random() < 0.3):
+        # any index: clipped or wrapped; or out of range under "fill" (a fill value)
+        index, ishape, uses = (idx.name, idx.shape, [v.name, idx.name]) if idx else (None, (), [])
+        if index is None:
+            consts = [g.rng.randint(-6, 8) for _ in range(g.rng.randint(1, 3))]
+            index, ishape, uses = f"np_.asarray({consts!r})", (g.const(len(consts)),), [v.name]
+        if mode not in ("clip", "wrap"):
+            rng = UNKNOWN if is_float(v.dtype) else None  # NaN, or the dtype's extreme
+    elif idx is None or g.rng.random() < 0.3:  # in range, negative ones counting from the end
+        consts = [g.rng.randrange(-d.min, d.min) for _ in range(g.rng.randint(1, 3))]
         index, ishape, uses = f"np_.asarray({consts!r})", (g.const(len(consts)),), [v.name]
     else:
         index, ishape, uses = f"{idx.name} % {v.name}.shape[{axis}]", idx.shape, [v.name, idx.name]
     text_axis = axis - v.rank if g.rng.random() < 0.3 else axis
     shape = v.shape[:axis] + tuple(ishape) + v.shape[axis + 1 :]
-    expr = f"np_.take({v.name}, {index}, axis={text_axis})"
-    return Proposal.one(expr, uses, shape, v.range, v.exact, "take")
+    expr = f"np_.take({v.name}, {index}, axis={text_axis}{extra})"
+    return Proposal.one(expr, uses, shape, rng, v.exact, "take")
 
 
 # --------------------------------------------------------------------------- linear algebra
