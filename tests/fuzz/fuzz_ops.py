@@ -295,8 +295,9 @@ def binary(g) -> Proposal | None:
     if op in ("floordiv", "mod"):
         if integral and not b.range.excludes_zero():
             return None  # integer division by zero is undefined (docs/ops.md)
-        if not (_approx_ok(a) and (b.value is None or _approx_ok(b.value))):
-            return None  # floor is discontinuous: rounded half-precision operands disagree
+        if not (a.exact and b.exact):
+            return None  # floor is discontinuous, and a rounded quotient often sits on an
+            # integer (x % (x / 3)): one ulp there changes the answer
     if op == "pow" and integral and not (b.range.finite and 0 <= b.range.lo <= b.range.hi <= 3):
         return None  # an integer to a negative (or huge) power
     if op == "pow" and not integral and a.range.lo < 0 and not b.integral:
