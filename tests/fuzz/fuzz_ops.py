@@ -58,6 +58,11 @@ def _call(g, name: str, v: Val, arguments: str) -> str:
     return f"np_.{name}({v.name}, {arguments})"
 
 
+def _off_zero(r: Range) -> bool:
+    """All elements are away from 0 (at least 1e-3) on one side."""
+    return not r.nan and (r.lo >= 1e-3 or r.hi <= -1e-3)
+
+
 def _approx_ok(v: Val) -> bool:
     """May a discontinuous op (comparison, floor, conversion to int, argmax) read ``v``?
     Exact values always; rounded float32/float64 values computed from random floats too
@@ -197,10 +202,14 @@ def unary(g) -> Proposal | None:
     if v is None:
         return None
     if g.rng.random() < 0.1:
+        if not _approx_ok(v):
+            return None  # nonzero is a discontinuous test
         return Proposal.one(
-            f"np_.logical_not({v.name})", [v.name], v.shape, BOOL_RANGE, _approx_ok(v), "unary"
+            f"np_.logical_not({v.name})", [v.name], v.shape, BOOL_RANGE, True, "unary"
         )
     template, name, exact_op = g.rng.choice(_UNARY)
+    if name in ("log", "sqrt") and not (v.exact or _off_zero(v.range)):
+        return None  # near 0, a last-bit difference is -inf against NaN
     rng = _unary_range(name, v.range) if v.dtype != "bool" else None
     exact = exact_op and v.exact
     return Proposal.one(template.format(v.name), [v.name], v.shape, rng, exact, "unary")
@@ -298,6 +307,10 @@ def binary(g) -> Proposal | None:
         if not (a.exact and b.exact):
             return None  # floor is discontinuous, and a rounded quotient often sits on an
             # integer (x % (x / 3)): one ulp there changes the answer
+    if op == "div" and not b.exact and not _off_zero(b.range):
+        return None  # a rounded divisor near 0: huge against inf, or a sign flipped
+    if op == "pow" and not integral and not (a.exact or _off_zero(a.range) or b.range.lo >= 0):
+        return None  # a rounded base near 0 to a negative power
     if op == "pow" and integral and not (b.range.finite and 0 <= b.range.lo <= b.range.hi <= 3):
         return None  # an integer to a negative (or huge) power
     if op == "pow" and not integral and a.range.lo < 0 and not b.integral:
