@@ -308,5 +308,5 @@ def test_a_non_array_leaf_of_an_annotated_argument_names_the_argument():
     with pytest.raises(TypeError) as info:
         one("text")
     assert str(info.value) == (
-        "argument 'x': expected an array of shape (n, 4) and dtype float32, got str"
+        "argument 'x': expected an array of shape (n, 4) and dtype float32, got str 'text'"
     )
