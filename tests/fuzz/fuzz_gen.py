@@ -62,8 +62,10 @@ class Features:
 #: What the default suite generates; switch a feature on when it is merged.
 FEATURES = Features()
 
-RUN_ENVS = 3
+RUN_ENVS = 4
 PROBE_ENVS = 3
+#: The most elements a value may have at any environment (the large one included).
+MAX_ELEMENTS = 1 << 15
 
 _DTYPE_WEIGHTS = {
     "float32": 30,
@@ -90,15 +92,23 @@ class GeneratorError(AssertionError):
 class Gen:
     """The state of one program being generated (what families see as ``g``)."""
 
-    def __init__(self, seed: int, features: Features = FEATURES) -> None:
+    def __init__(
+        self,
+        seed: int,
+        features: Features = FEATURES,
+        symbols: tuple[Symbol, ...] | None = None,
+        inputs: tuple[Input, ...] | None = None,
+    ) -> None:
+        """Symbols and inputs are drawn from ``seed`` unless given."""
         self.seed = seed
         self.rng = random.Random(seed)
         self.features = features
         self.dtypes = DTYPES
-        self.symbols = self._symbols()
+        self.symbols = self._symbols() if symbols is None else symbols
         self.envs = self._envs()
         self.E = len(self.envs)
-        self.inputs = self._inputs()
+        self.inputs = self._inputs() if inputs is None else inputs
+        self._fit_large_env()
         self.scope: list[Val] = [self._input_val(i) for i in self.inputs]
         self.stmts: list[Stmt] = []
         self._counter = 0
@@ -119,17 +129,29 @@ class Gen:
             one = {s.name: s.lower + 1 for s in self.symbols}
         sizes = self.rng.sample(range(2, 6), len(self.symbols))
         mid = {s.name: max(s.lower, v) for s, v in zip(self.symbols, sizes)}
+        # past a vector's width and a parallel chunk: kernels' main loops and tails both run
+        large = {s.name: self.rng.choice([9, 13, 17, 24, 33, 40]) for s in self.symbols}
         probes = []
         for _ in range(PROBE_ENVS):
             values = self.rng.sample(range(2, 14), len(self.symbols))
             probes.append({s.name: max(s.lower, v) for s, v in zip(self.symbols, values)})
-        return (low, one, mid, *probes)
+        return (low, one, mid, large, *probes)
+
+    def _fit_large_env(self) -> None:
+        """Shrink the large environment's sizes until every input fits MAX_ELEMENTS."""
+        large = self.envs[3]
+        while any(math.prod(i.shape(large)) > MAX_ELEMENTS for i in self.inputs):
+            name = max(large, key=large.get)
+            if large[name] <= 2:
+                break
+            large[name] = max(2, large[name] * 2 // 3)
 
     def _spec_dim(self) -> SpecDim:
         r = self.rng.random()
         if r < 0.35:
             zero = 0 if avoid("static-zero-extent") else 4
-            value = self.rng.choices([0, 1, 2, 3, 4], weights=[zero, 30, 30, 25, 11])[0]
+            values = [0, 1, 2, 3, 4, 8, 17]  # 8, 17: a vector's width, and one past two
+            value = self.rng.choices(values, weights=[zero, 30, 30, 25, 11, 3, 3])[0]
             return SpecDim(str(value), offset=value)
         symbol = self.rng.choice(self.symbols).name
         if self.features.compound_dims and r > 0.85:
@@ -250,12 +272,13 @@ class Gen:
         return name
 
     def add(self, proposal: Proposal) -> bool:
-        """Check ``proposal`` with jax at every environment; add it to the program when
-        jax accepts it everywhere with the predicted shapes. Returns whether it was added."""
+        """Check ``proposal`` with jax at every run environment and one probe; add it to the
+        program when jax accepts it there with the predicted shapes (the other probes only
+        decide which dims are equal). Returns whether it was added."""
         values = [self.val(u) for u in proposal.uses]
         fn = fuzz_jax.lambda_of(proposal.uses, proposal.expr, fuzz_jax.jnp, fuzz_jax.JAX_NN)
         results = None
-        for env in range(self.E):
+        for env in (3, 0, 1, 2, self.E - 1):  # the large environment first: it rejects most
             avals = [(tuple(d.vals[env] for d in v.shape), v.dtype, v.weak) for v in values]
             try:
                 with warnings.catch_warnings():  # jax folding constants: invalid casts
@@ -271,6 +294,12 @@ class Gen:
         weak_scalars = all(v.weak for v in values) and proposal.family in _SCALAR_ARITHMETIC
         if avoid("weak-scalar-results") and any(w for _, _, w in results) and not weak_scalars:
             return False  # weak in jax, strong in relaxjax: only arithmetic on scalars stays weak
+        if any(
+            math.prod(d.vals[e] for d in shape) > MAX_ELEMENTS
+            for shape in proposal.shapes
+            for e in range(self.E)
+        ):
+            return False  # too large to run quickly
         if avoid("static-zero-extent") and any(
             max(d.vals) == 0 for shape in proposal.shapes for d in shape
         ):
@@ -372,6 +401,32 @@ def generate(seed: int, features: Features = FEATURES) -> Program:
     outputs, kind = _outputs(g)
     program = Program(seed, g.symbols, g.inputs, tuple(g.stmts), outputs, kind, g.envs, RUN_ENVS)
     return prune(program)
+
+
+def handmade(symbols: tuple[Symbol, ...], inputs: tuple[Input, ...], exprs: list[str]) -> Program:
+    """A program written by hand (for tests): statement ``k`` binds ``v<k>`` to
+    ``exprs[k]``, which may read the inputs and earlier statements; the last is the output.
+    Shapes and dtypes come from jax; nothing is exact (values compare with tolerance)."""
+    g = Gen(0, symbols=symbols, inputs=inputs)
+    for expr in exprs:
+        names = {v.name for v in g.scope}
+        uses = tuple(dict.fromkeys(n for n in re.findall(r"\b\w+\b", expr) if n in names))
+        values = [g.val(u) for u in uses]
+        fn = fuzz_jax.lambda_of(uses, expr, fuzz_jax.jnp, fuzz_jax.JAX_NN)
+        columns = [
+            fuzz_jax.abstract_results(
+                fn, [(tuple(d.vals[e] for d in v.shape), v.dtype, v.weak) for v in values]
+            )
+            for e in range(g.E)
+        ]
+        shapes = tuple(
+            tuple(Dim(tuple(col[r][0][axis] for col in columns)) for axis in range(len(out[0])))
+            for r, out in enumerate(columns[0])
+        )
+        if not g.add(Proposal(expr, uses, shapes, (None,) * len(shapes), False, "handmade")):
+            raise ValueError(f"handmade: the statement {expr!r} was refused")
+    last = g.stmts[-1].targets[-1]
+    return Program(0, g.symbols, g.inputs, tuple(g.stmts), (last,), "single", g.envs, RUN_ENVS)
 
 
 def _outputs(g: Gen) -> tuple[tuple[str, ...], str]:

@@ -918,6 +918,17 @@ def take(g) -> Proposal | None:
 # --------------------------------------------------------------------------- linear algebra
 
 
+#: The most multiply-adds a contraction may do at any environment.
+MAX_WORK = 1 << 21
+
+
+def _work(out: tuple[Dim, ...], contracted: list[Dim]) -> int:
+    dims = list(out) + list(contracted)
+    if not dims:
+        return 1
+    return max(math.prod(col) for col in zip(*(d.vals for d in dims)))
+
+
 def _contractible(v: Val) -> bool:
     """An operand of a contraction: not bool, and finite (where NaN or inf meets an empty
     or a zero factor, the result depends on the order of the contraction)."""
@@ -960,6 +971,8 @@ def matmul(g) -> Proposal | None:
         expr = f"np_.matmul({left}, {right})"
     else:
         expr = f"np_.dot({left}, {right})"
+    if _work(shape, [k]) > MAX_WORK:
+        return None
     count = max(k.vals) if k.vals else 1
     rng = _mul_range(a.range, b.range)
     bound = count * max(abs(rng.lo), abs(rng.hi))
@@ -1007,6 +1020,8 @@ def einsum(g) -> Proposal | None:
     names = ", ".join(o.name for o in operands)
     shape = tuple(labels[c] for c in out)
     contracted = [labels[c] for c in used if c not in out]
+    if _work(shape, contracted) > MAX_WORK:
+        return None
     count = max((math.prod(col) for col in zip(*(d.vals for d in contracted))), default=1)
     rng = operands[0].range if len(operands) == 1 else _mul_range(a.range, operands[1].range)
     bound = max(count, 1) * max(abs(rng.lo), abs(rng.hi))
