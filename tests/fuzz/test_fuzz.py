@@ -199,3 +199,32 @@ def test_bad_input_variants_cover_rank_dtype_relations_bounds_and_non_arrays():
         "n below its lower bound",
     ):
         assert expected in whats, whats
+
+
+def test_an_error_raised_after_a_kernel_ran_is_reported():
+    source = (
+        "def run_f(a0, late):\n"
+        "    if not late:\n"
+        "        raise TypeError(\"argument 'x': early\")\n"
+        "    status = len(a0)\n"
+        "    raise TypeError(\"argument 'x': late\")\n"
+    )
+    scope: dict = {}
+    exec(compile(source, "<relaxjax executable run_f>", "exec"), scope)  # noqa: S102
+    run = scope["run_f"]
+
+    class Executable:
+        pass
+
+    executable = Executable()
+    executable.run, executable.source = run, source
+
+    class Fake:
+        _executables = {"key": executable}
+
+        def __call__(self, *args):
+            return run(*args)
+
+    assert fuzz_check.bad_call_problem(Fake(), [[1], False]) is None
+    problem = fuzz_check.bad_call_problem(Fake(), [[1], True])
+    assert problem == "raised after a kernel ran: TypeError: argument 'x': late"
