@@ -63,6 +63,14 @@ def _off_zero(r: Range) -> bool:
     return not r.nan and (r.lo >= 1e-3 or r.hi <= -1e-3)
 
 
+def _difference_fits(v: Val) -> bool:
+    """Does ``x - max(x)`` fit ``v``'s dtype (always, for floats)?"""
+    if not is_int(v.dtype):
+        return True
+    lo, _ = INT_RANGE[v.dtype]
+    return v.range.finite and v.range.lo - v.range.hi >= lo
+
+
 def _approx_ok(v: Val) -> bool:
     """May a discontinuous op (comparison, floor, conversion to int, argmax) read ``v``?
     Exact values always; rounded float32/float64 values computed from random floats too
@@ -476,7 +484,9 @@ def _count_max(v: Val, axes: tuple[int, ...]) -> int:
 
 def reduction(g) -> Proposal | None:
     op = g.rng.choice(["sum", "sum", "prod", "mean", "var", "max", "min"])
-    v = g.pick(lambda v: op not in ("max", "min") or v.dtype != "bool")
+    # max/min of possible NaNs: XLA's CPU reductions drop NaNs in larger arrays (a jax bug;
+    # relaxjax propagates them, as numpy and the docs say)
+    v = g.pick(lambda v: op not in ("max", "min") or (v.dtype != "bool" and not v.range.nan))
     if v is None:
         return None
     if v.dtype == "uint8" and op in ("sum", "prod"):
@@ -524,7 +534,7 @@ def reduction(g) -> Proposal | None:
 
 
 def arg_reduction(g) -> Proposal | None:
-    v = g.pick(lambda v: _approx_ok(v) and v.rank > 0)
+    v = g.pick(lambda v: _approx_ok(v) and v.rank > 0 and not v.range.nan)  # as max, min
     if v is None:
         return None
     op = g.rng.choice(["argmax", "argmin"])
@@ -1092,9 +1102,10 @@ def creation(g) -> Proposal | None:
 
 
 def softmax(g) -> Proposal | None:
-    # bool: relaxjax raises TypeError (docs/ops.md); uint8: jax subtracts the max in
-    # uint8 before converting, so its results wrap around (a jax quirk, not the spec)
-    v = g.pick(lambda v: v.dtype not in ("bool", "uint8"))
+    # bool: relaxjax raises TypeError (docs/ops.md). Integers: jax subtracts the max in the
+    # integer dtype before converting, so its results wrap around where x - max overflows
+    # (uint8 always); relaxjax computes in float. Only integers whose differences fit.
+    v = g.pick(lambda v: v.dtype != "bool" and _difference_fits(v))
     if v is None:
         return None
     op = g.rng.choice(["softmax", "log_softmax"])
