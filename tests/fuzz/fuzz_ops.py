@@ -1166,13 +1166,24 @@ def norm(g) -> Proposal | None:
     return Proposal.one(expr, uses, v.shape, UNKNOWN, False, "norm")
 
 
+def _attends(q: Val, w: Val) -> bool:
+    """Can ``w`` be the keys of query ``q`` (rank 3 ``(T, N, H)`` or 4 ``(B, T, N, H)``):
+    the same dtype and head size (and batch), ``K`` heads dividing ``N``, finite values?"""
+    if w.rank != q.rank or w.dtype != q.dtype or not w.range.finite:
+        return False
+    if not w.shape[-1].same(q.shape[-1]) or (q.rank == 4 and not w.shape[0].same(q.shape[0])):
+        return False
+    heads, kv_heads = q.shape[-2].static, w.shape[-2].static
+    return heads is not None and bool(kv_heads) and heads % kv_heads == 0
+
+
 def attention(g) -> Proposal | None:
     # half precisions: jax's reference does not run on CPU (its dot asks for F16_F16_F32 or
     # BF16_BF16_F32 precision, which XLA's CPU backend lacks)
-    q = g.pick(lambda v: v.rank in (2, 4) and v.dtype in ("float32", "float64") and v.range.finite)
+    q = g.pick(lambda v: 2 <= v.rank <= 4 and v.dtype in ("float32", "float64") and v.range.finite)
     if q is None:
         return None
-    if q.rank == 2:
+    if q.rank == 2:  # (T, H) as one batch and one head
         k = g.pick(
             lambda w: (
                 w.rank == 2
@@ -1187,20 +1198,7 @@ def attention(g) -> Proposal | None:
         qt, kt = f"{q.name}{expand}", f"{k.name}{expand}"
         shape = (g.const(1), q.shape[0], g.const(1), q.shape[1])
     else:
-        b, _, n, h = q.shape
-        k = g.pick(
-            lambda w: (
-                w.rank == 4
-                and w.dtype == q.dtype
-                and w.range.finite
-                and w.shape[0].same(b)
-                and w.shape[3].same(h)
-                and w.shape[2].static is not None
-                and n.static is not None
-                and w.shape[2].static >= 1
-                and n.static % w.shape[2].static == 0
-            )
-        )
+        k = g.pick(lambda w: _attends(q, w))
         if k is None:
             return None
         qt, kt = q.name, k.name
@@ -1237,5 +1235,11 @@ FAMILIES: tuple[tuple[Callable, float], ...] = (
     (softmax, 1),
     (one_hot, 0.7),
     (norm, 0.8),
-    (attention, 0.6),
+    (attention, 1.2),
+)
+
+#: The ``family`` of the statements the families make (some make two kinds).
+FAMILY_TAGS = frozenset(
+    {f.__name__ for f, _ in FAMILIES} - {"expand_squeeze", "join", "arg_reduction"}
+    | {"expand_dims", "squeeze", "concatenate", "stack", "arg"}
 )
