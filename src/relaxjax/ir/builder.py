@@ -20,8 +20,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from relaxjax.arith import Dim, Sym
+from relaxjax.arith import Sym
 from relaxjax.errors import ShapeError, SourceLocation, TraceError
+from relaxjax.ir.calls import match_call
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
@@ -46,16 +47,11 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.struct_info import (
-    PrimInfo,
-    ShapeInfo,
     StructInfo,
-    TensorInfo,
-    TupleInfo,
     defining_symbols,
     free_symbols,
     is_base_of,
     restrict_symbols,
-    subs_info,
 )
 
 _ATOMS = (Var, Constant, PrimValue, ShapeExpr, GlobalVar, ExternFunc)
@@ -271,8 +267,7 @@ class BlockBuilder:
                 return call
             return Call(call.op, args, call.attrs, call.info, call.checks)
         if isinstance(call.op, GlobalVar):
-            info = self._function_call_info(call.op, args)
-            return Call(call.op, args, call.attrs, info)
+            return self._function_call(call, args, location)
         if isinstance(call.op, ExternFunc):
             raise TypeError(
                 f"a call of the external function {call.op.symbol!r} needs an explicit info "
@@ -281,18 +276,25 @@ class BlockBuilder:
         info, checks = infer_call(call.op, args, call.attrs, location)
         return Call(call.op, args, _filled_attrs(call.op, call.attrs), info, checks)
 
-    def _function_call_info(self, callee: GlobalVar, args: Sequence[Expr]) -> StructInfo:
+    def _function_call(
+        self, call: Call, args: tuple[Expr, ...], location: SourceLocation | None
+    ) -> Call:
+        """A call of a graph function of the module, its info and checks from matching
+        the callee's signature against the arguments (:func:`~relaxjax.ir.calls.match_call`)."""
+        callee = call.op
+        assert isinstance(callee, GlobalVar)
         item = self._items.get(callee.name)
         if not isinstance(item, Function):
-            what = "a kernel (use call_tir)" if is_kernel(item) else "not a graph function"
+            if self._scope is not None and callee.name == self._scope.name:
+                what = "the function being built (a function cannot call itself)"
+            else:
+                what = "a kernel (use call_tir)" if is_kernel(item) else "not a graph function"
             raise TypeError(f"cannot call {callee.name!r}: it is {what}")
-        if len(args) != len(item.params):
-            raise TypeError(f"{callee.name} takes {len(item.params)} arguments, got {len(args)}")
-        mapping: dict[str, Dim] = {}
-        for param, arg in zip(item.params, args):
-            _bind_symbols(param.info, arg.info, mapping)
-        known = [s for s in free_symbols(item.ret_info) if s.name in mapping]
-        return subs_info(restrict_symbols(item.ret_info, known), mapping)
+        for arg in args:
+            if arg.info is None:
+                raise ValueError(f"argument {arg!r} of {callee.name} has no info yet")
+        match = match_call(item, [a.info for a in args], location)
+        return Call(callee, args, call.attrs, match.info, match.checks)
 
     # -- the module -----------------------------------------------------------------------
 
@@ -307,7 +309,7 @@ class BlockBuilder:
                 return GlobalVar(existing_name)
         unique = name
         suffix = 1
-        while unique in self._items:
+        while unique in self._items or (self._scope is not None and unique == self._scope.name):
             unique = f"{name}_{suffix}"
             suffix += 1
         self._items[unique] = item
@@ -395,31 +397,6 @@ def _param_symbols(name: str, params: Sequence[Var]) -> dict[str, Sym]:
                     "so no argument can bind it"
                 )
     return defined
-
-
-def _bind_symbols(param: StructInfo, arg: StructInfo, mapping: dict[str, Dim]) -> None:
-    """Record what each symbol of a callee's parameter is bound to by an argument."""
-    if isinstance(param, TupleInfo) and isinstance(arg, TupleInfo):
-        for p, a in zip(param.fields, arg.fields):
-            _bind_symbols(p, a, mapping)
-        return
-    pairs: Sequence[tuple[Dim, Dim]] = ()
-    if isinstance(param, TensorInfo) and isinstance(arg, TensorInfo):
-        if param.shape is not None and arg.shape is not None:
-            pairs = list(zip(param.shape, arg.shape))
-    elif isinstance(param, ShapeInfo) and isinstance(arg, ShapeInfo):
-        if param.values is not None and arg.values is not None:
-            pairs = list(zip(param.values, arg.values))
-    elif (
-        isinstance(param, PrimInfo)
-        and isinstance(arg, PrimInfo)
-        and param.value is not None
-        and arg.value is not None
-    ):
-        pairs = [(param.value, arg.value)]
-    for p, a in pairs:
-        if isinstance(p, Sym) and p.name not in mapping:
-            mapping[p.name] = a
 
 
 def _kernel_equal(a: object, b: object) -> bool:

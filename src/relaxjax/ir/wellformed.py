@@ -28,11 +28,13 @@ from relaxjax.arith import Sym
 from relaxjax.errors import RelaxError, VerifyError
 from relaxjax.ir.builder import infer_call, is_leaf
 from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR
+from relaxjax.ir.calls import match_call
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
     Binding,
     BindingBlock,
     Call,
+    Check,
     DataflowBlock,
     DataflowVar,
     Expr,
@@ -197,7 +199,9 @@ class _FunctionChecker:
             self.use_symbols(_dims_symbols(check.args))
         if call.op is CALL_TIR or call.op is CALL_EXTERN:
             self.builtin_callee(call)
-        if not isinstance(call.op, (GlobalVar, ExternFunc)):
+        if isinstance(call.op, GlobalVar):
+            self.rematch(call)
+        elif not isinstance(call.op, ExternFunc):
             self.rededuce(call)
 
     def callee(self, call: Call) -> None:
@@ -224,11 +228,27 @@ class _FunctionChecker:
         elif not isinstance(target, ExternFunc):
             self.fail("callee-exists", "call_extern must call an ExternFunc")
 
+    def rematch(self, call: Call) -> None:
+        """A call of a graph function: its info and checks against a fresh match."""
+        callee = self.mod.functions[call.op.name]  # type: ignore[union-attr]
+        assert isinstance(callee, Function)
+        try:
+            match = match_call(callee, [a.info for a in call.args])
+        except (RelaxError, TypeError, ValueError) as err:
+            self.fail("info-consistent", f"{callee.name} rejects its arguments: {err}")
+        self.consistent(call, match.info, match.checks, callee.name)
+
     def rededuce(self, call: Call) -> None:
         try:
             deduced, checks = infer_call(call.op, call.args, call.attrs)
         except (RelaxError, TypeError, ValueError) as err:
             self.fail("info-consistent", f"{call.op.name} rejects its operands: {err}")
+        self.consistent(call, deduced, checks, call.op.name)
+
+    def consistent(
+        self, call: Call, deduced: StructInfo, checks: Iterable[Check], callee: str
+    ) -> None:
+        """The recorded info is a base of the deduced one; every deduced check is recorded."""
         if is_base_of(call.info, deduced) is not True:
             self.fail(
                 "info-consistent",
@@ -239,7 +259,7 @@ class _FunctionChecker:
             if (check.kind, check.args) not in recorded:
                 self.fail(
                     "info-consistent",
-                    f"the run-time check {check.relation()} that {call.op.name} needs is "
+                    f"the run-time check {check.relation()} that {callee} needs is "
                     "not recorded on the call",
                 )
 
