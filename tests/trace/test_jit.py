@@ -161,8 +161,8 @@ def test_variadic_parameters():
     assert relax.eval_shape(f, spec, spec, spec, k=spec) == spec
 
 
-def test_nested_jitted_functions_are_inlined():
-    @relax.jit
+def test_nested_jitted_functions_with_inline_are_traced_into_the_caller():
+    @relax.jit(inline=True)
     def inner(x):
         return x * 2
 
@@ -175,6 +175,7 @@ def test_nested_jitted_functions_are_inlined():
         "multiply",
         "add",
     ]
+    assert list(mod.graph_functions()) == ["outer"]
     assert inner.cache_size() == 0
 
 

@@ -2,8 +2,10 @@
 
 Tracing is dynamically scoped, like jax's interpreters: :func:`tracing` pushes a
 :class:`TraceState` for the duration of one function's trace, and the op
-wrappers find it with :func:`current`. Nested traces (a jitted function called
-inside another) are inlined into the outer one, so at most one state is active.
+wrappers find it with :func:`current`. A jitted function called inside another
+is traced on its own (its state on top of the caller's) and becomes a graph
+function of the caller's module (:mod:`relaxjax.trace.call`); one jitted with
+``inline=True`` runs on the caller's state instead.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from relaxjax import arith
-from relaxjax.ir import BlockBuilder
+from relaxjax.ir import BlockBuilder, Function
 
 __all__ = ["TRACE_STACK", "TraceState", "current", "tracing"]
 
@@ -24,10 +26,12 @@ class TraceState:
     so far (by the parameters and by match_casts) to its symbol, so that a name
     means one symbol throughout the function; ``func_name`` names errors;
     ``internal`` holds the names of symbols the tracer made up (for dims that
-    deduction could not name), which the caller never sees.
+    deduction could not name), which the caller never sees; ``callees`` maps each
+    graph function of a jitted callee added to the module (by identity) to the
+    function and its name there.
     """
 
-    __slots__ = ("builder", "symbols", "func_name", "active", "internal", "_fresh")
+    __slots__ = ("builder", "symbols", "func_name", "active", "internal", "callees", "_fresh")
 
     def __init__(self, builder: BlockBuilder, func_name: str) -> None:
         self.builder = builder
@@ -35,6 +39,7 @@ class TraceState:
         self.symbols: dict[str, arith.Sym] = {}
         self.active = True
         self.internal: set[str] = set()
+        self.callees: dict[int, tuple[Function, str]] = {}
         self._fresh = 0
 
     def fresh_symbol_name(self, hint: str) -> str:

@@ -27,7 +27,7 @@ from relaxjax.trace.spec import (
     spec_of_value,
 )
 
-__all__ = ["Signature", "CallPlan", "FastPath"]
+__all__ = ["Signature", "CallPlan", "FastPath", "plan_key", "static_value"]
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
@@ -147,7 +147,7 @@ class Signature:
         for name, param in self.signature.parameters.items():
             if name in self.static_argnames:
                 if name in arguments:
-                    statics.append((name, _hashable(self.name, name, arguments[name])))
+                    statics.append((name, static_value(self.name, name, arguments[name])))
             elif name in arguments:
                 spec, leaves = self._param(name, arguments[name], call)
                 params.append(spec)
@@ -156,7 +156,7 @@ class Signature:
                 leaves, treedef = self.annotations[name]  # type: ignore[misc]
                 params.append(ParamSpec(name, tuple(leaves), treedef))
             # else: the function's own default applies; it is fixed, nothing to trace
-        key = (tuple(params), tuple(statics), _symbol_bounds(params))
+        key = plan_key(params, statics)
         return CallPlan(tuple(params), tuple(statics), tuple(flat_args), key)
 
     def _param(self, name: str, value: object, call: bool) -> tuple[ParamSpec, list[object]]:
@@ -180,6 +180,11 @@ class Signature:
         return ParamSpec(name, specs, treedef), leaves
 
 
+def plan_key(params: Sequence[ParamSpec], statics: Sequence[tuple[str, Hashable]]) -> Hashable:
+    """The cache key of a trace for these parameter specs and static arguments."""
+    return (tuple(params), tuple(statics), _symbol_bounds(params))
+
+
 def _symbol_bounds(params: Sequence[ParamSpec]) -> tuple[tuple[str, int | None, int | None], ...]:
     """The bounds of every symbol in the specs: symbols compare by name, bounds must key too."""
     found = {
@@ -192,7 +197,8 @@ def _is_spec(value: object) -> bool:
     return isinstance(value, SPEC_TYPES)
 
 
-def _hashable(func: str, name: str, value: object) -> Hashable:
+def static_value(func: str, name: str, value: object) -> Hashable:
+    """A static argument's value, which must be hashable (it keys the cache)."""
     try:
         hash(value)
     except TypeError:

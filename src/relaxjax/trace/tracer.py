@@ -469,6 +469,14 @@ def bind_match_cast(
 def check_trace(tracer: Tracer) -> TraceState:
     """The trace ``tracer`` belongs to; ``TraceError`` if that is not the trace in progress."""
     trace = current()
+    if tracer._trace is not trace and tracer._trace.active and trace is not None:
+        raise TraceError(
+            f"a traced value of {tracer.info!r} from the trace of {tracer._trace.func_name}() "
+            f"was used inside {trace.func_name}(), which is compiled as a function of its own: "
+            f"pass the value to {trace.func_name}() as an argument, or jit it with "
+            "inline=True to trace it into its caller",
+            location=user_location(3),
+        )
     if tracer._trace is not trace or not tracer._trace.active:
         raise TraceError(
             f"a traced value of {tracer.info!r} from the trace of "
