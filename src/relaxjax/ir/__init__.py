@@ -10,6 +10,7 @@ from relaxjax.ir.builtin import (
     call_extern,
     call_tir,
 )
+from relaxjax.ir.calls import CallMatch, match_call, preconditions, signature_symbols
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
@@ -69,6 +70,7 @@ __all__ = [
     "BlockBuilder",
     "Call",
     "CallExternAttrs",
+    "CallMatch",
     "CallTIRAttrs",
     "Check",
     "Constant",
@@ -112,11 +114,14 @@ __all__ = [
     "is_op_like",
     "lca",
     "map_dims",
+    "match_call",
     "module_to_html",
     "module_to_text",
     "parse_info",
     "parse_module",
+    "preconditions",
     "restrict_symbols",
+    "signature_symbols",
     "structural_equal",
     "subs_info",
     "verify",

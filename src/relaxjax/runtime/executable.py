@@ -1,8 +1,10 @@
 """The executable: a graph function compiled once for every value of its symbols.
 
 ``build_executable(mod, target)`` legalises the module if it still calls ops
-(``passes.default_pipeline``), compiles every kernel the entry function calls in
-one go (``backends.build``), and writes the function's executable
+(``passes.default_pipeline``), compiles every kernel that the entry function and
+the graph functions it calls use, in one go (``backends.build``), and writes the
+generated code of each of those functions once, callees first
+(:mod:`relaxjax.runtime.calls`), then the entry's executable
 (:mod:`relaxjax.runtime.program`). Calling it with the flat arguments, in
 parameter order, returns the flat outputs as a tuple of numpy arrays::
 
@@ -15,14 +17,15 @@ Bad arguments raise ``ShapeError`` / ``TypeError`` before any kernel runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from relaxjax import backends
 from relaxjax.errors import LoweringError
 from relaxjax.ir import Function, IRModule
 from relaxjax.passes import default_pipeline, is_op_call
-from relaxjax.passes.walk import called_kernels
-from relaxjax.runtime.program import KernelHandle, write_program
+from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
+from relaxjax.runtime.calls import write_callee
+from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
 from relaxjax.tir import interpreter
 
 __all__ = ["Executable", "build_executable", "entry_function"]
@@ -39,7 +42,7 @@ class Executable:
     function, ``source`` the generated Python of the call path (for debugging).
     """
 
-    __slots__ = ("module", "function", "compiled", "_run")
+    __slots__ = ("module", "function", "compiled", "_run", "_callees")
 
     def __init__(
         self,
@@ -47,11 +50,13 @@ class Executable:
         function: Function,
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
+        callees: Sequence[CalleeCode] = (),
     ) -> None:
         self.module = module
         self.function = function
         self.compiled = dict(compiled)
         self._run = run
+        self._callees = tuple(callees)
 
     def __call__(self, *args: object) -> tuple:
         return self._run(*args)
@@ -63,17 +68,20 @@ class Executable:
         function: Function,
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
+        callees: Sequence[CalleeCode] = (),
     ) -> Executable:
         """An executable whose ``__call__`` *is* ``run``: calling it costs no extra frame."""
         fast = type(cls.__name__, (cls,), {"__slots__": (), "__call__": staticmethod(run)})
         fast.__qualname__ = cls.__qualname__
         fast.__module__ = cls.__module__
-        return fast(module, function, compiled, run)
+        return fast(module, function, compiled, run, callees)
 
     @property
     def source(self) -> str:
-        """The generated Python source of the call path."""
-        return self._run.__source__  # type: ignore[attr-defined]
+        """The generated Python source of the call path: the functions of the graph
+        functions it calls, then the entry's."""
+        texts = [callee.run.__source__ for callee in self._callees]  # type: ignore[attr-defined]
+        return "\n".join([*texts, self._run.__source__])  # type: ignore[attr-defined]
 
     @property
     def run(self) -> Callable[..., tuple]:
@@ -86,7 +94,8 @@ class Executable:
 
 
 def entry_function(mod: IRModule, entry: str | None = None) -> Function:
-    """The graph function to run: ``entry``, else the only one, else ``main``."""
+    """The graph function to run: ``entry``, else the only one, else the only one no other
+    function calls, else ``main``."""
     functions = mod.graph_functions()
     if entry is not None:
         if entry not in functions:
@@ -95,6 +104,10 @@ def entry_function(mod: IRModule, entry: str | None = None) -> Function:
         return functions[entry]
     if len(functions) == 1:
         return next(iter(functions.values()))
+    called = {name for f in functions.values() for name in called_functions(f)}
+    roots = [name for name in functions if name not in called]
+    if len(roots) == 1:
+        return functions[roots[0]]
     if "main" in functions:
         return functions["main"]
     known = ", ".join(functions) or "none"
@@ -165,7 +178,11 @@ def build_executable(
         native = target == "llvm"
         mod = default_pipeline("llvm", library=library and native)(mod)
     function = entry_function(mod, entry)
-    names = dict.fromkeys(called_kernels(function))
+    functions = reachable_functions(mod, function.name)
+    names = dict.fromkeys(name for f in functions for name in called_kernels(f))
     handles, compiled = _handles({name: mod[name] for name in names}, target)
-    run = write_program(function, handles)
-    return Executable.create(mod, function, compiled, run)
+    callees: dict[str, CalleeCode] = {}
+    for callee in functions[:-1]:
+        callees[callee.name] = write_callee(callee, handles, callees)
+    run = write_program(function, handles, callees)
+    return Executable.create(mod, function, compiled, run, tuple(callees.values()))

@@ -15,6 +15,13 @@ The generated function has four phases, in this order:
    kernel of the ``reference`` target) is a Python call on numpy arrays, temporaries
    viewed in the arena.
 
+A call of another graph function of the module (``mod.layer(x, w)``) is, to the
+caller, like a library call: its run-time checks (the callee's signature and
+preconditions, in the caller's symbols) run in phase 2, its results are allocated in
+phase 3 (its own arrays when returned, else arena slots), and phase 4 calls the
+callee's generated function with the input arrays, the result arrays to write and the
+values of the callee's symbols (:mod:`relaxjax.runtime.calls` writes that function).
+
 Shape arithmetic is Python source produced by ``arith.to_python`` over the locals
 holding the symbols, so a call performs no IR walks and no lookups.
 """
@@ -49,9 +56,11 @@ from relaxjax.ir import (
     TensorInfo,
     Tuple,
     TupleGetItem,
+    TupleInfo,
     Var,
 )
-from relaxjax.passes.legalize import LegalizedAttrs
+from relaxjax.ir.calls import match_call
+from relaxjax.passes.legalize import LegalizedAttrs, known_shape
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
 from relaxjax.runtime.env import SymbolTable
@@ -63,13 +72,14 @@ from relaxjax.runtime.shapes import (
     check_condition,
     check_error,
     concrete_infer,
+    data_leaves,
     original_tensors,
     tensor_leaves,
 )
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
-__all__ = ["KernelHandle", "ProgramWriter", "write_program"]
+__all__ = ["CalleeCode", "KernelHandle", "ProgramWriter", "write_program"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,15 @@ class KernelHandle:
     def __post_init__(self) -> None:
         if (self.address is None) == (self.python is None):
             raise ValueError("a KernelHandle has exactly one of address and python")
+
+
+@dataclass(frozen=True, slots=True)
+class CalleeCode:
+    """A graph function called by others, and its generated function
+    ``run(*inputs, *outputs, *symbol_values)`` (see :mod:`relaxjax.runtime.calls`)."""
+
+    function: Function
+    run: Callable[..., None]
 
 
 @dataclass(slots=True)
@@ -107,9 +126,15 @@ def _flat_values(bound: object) -> list[Value]:
 class ProgramWriter:
     """Writes the executable of one legalised graph function (see the module doc)."""
 
-    def __init__(self, function: Function, kernels: Mapping[str, KernelHandle]) -> None:
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        callees: Mapping[str, CalleeCode] | None = None,
+    ) -> None:
         self.function = function
         self.kernels = kernels
+        self.callees = dict(callees or {})
         self.writer = SourceWriter()
         self.symbols = SymbolTable()
         self.values: dict[Var, object] = {}
@@ -125,10 +150,7 @@ class ProgramWriter:
 
     def write(self) -> Callable[..., tuple]:
         """Generate and compile the executable's function."""
-        params = [f"a{i}" for i in range(len(self.function.params))]
-        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
-        for param, value in zip(self.function.params, values):
-            self.values[param] = value
+        params = self._emit_params()
         for block in self.function.body.blocks:
             for binding in block.bindings:
                 self._binding(binding)
@@ -139,6 +161,14 @@ class ProgramWriter:
         self._emit_return(outputs)
         return self.writer.compile(f"run_{self.function.name}", params)
 
+    def _emit_params(self) -> list[str]:
+        """Phase 1: check the arguments and bind the symbols; returns the parameter names."""
+        params = [f"a{i}" for i in range(len(self.function.params))]
+        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
+        for param, value in zip(self.function.params, values):
+            self.values[param] = value
+        return params
+
     # -- phase 2: bindings -------------------------------------------------------------------
 
     def _binding(self, binding: Binding | MatchCast) -> None:
@@ -148,12 +178,15 @@ class ProgramWriter:
             return
         value = binding.value
         if isinstance(value, Call):
+            if isinstance(value.op, GlobalVar):
+                self.values[binding.var] = self._call_function(value, binding, where)
+                return
             if value.op is CALL_EXTERN:
                 self.values[binding.var] = self._call_extern(value, binding, where)
                 return
             if value.op is not CALL_TIR:
                 raise LoweringError(
-                    f"{where}: the runtime runs only call_tir and call_extern calls, got "
+                    f"{where}: the runtime runs only call_tir, call_extern and function calls, got "
                     f"{value.op_name}; legalise the module first (relaxjax.passes.default_pipeline)"
                 )
             self.values[binding.var] = self._call_tir(value, binding, where)
@@ -245,6 +278,32 @@ class ProgramWriter:
         self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
         if isinstance(call.info, TensorInfo):
             return outputs[0]
+        return _restructure(call.info, iter(outputs))
+
+    def _call_function(self, call: Call, binding: Binding, where: str) -> object:
+        """A call of another graph function: checks now, results planned with the caller's
+        memory, the callee's generated function called in phase 4."""
+        name = call.op.name  # type: ignore[union-attr]
+        callee = self.callees.get(name)
+        if callee is None:
+            raise LoweringError(f"{where}: no generated code for the graph function {name}")
+        inputs = [v for arg in call.args for v in _flat_values(self._operand(arg, where))]
+        self._emit_checks(call.checks, binding.location)
+        assert call.info is not None
+        leaves = data_leaves([call.info])
+        if not known_shape(call.info) or len(leaves) != _count_leaves(call.info):
+            raise LoweringError(
+                f"{where}: the result of {name}() is {call.info!r}, whose shape is only known "
+                "once the call has run; the runtime cannot run such calls yet"
+            )
+        tensors = [
+            TensorInfo((), leaf.dtype) if isinstance(leaf, PrimInfo) else leaf for leaf in leaves
+        ]
+        shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in tensors]  # type: ignore[union-attr]
+        outputs = self._new_outputs(tensors, shapes)  # type: ignore[arg-type]
+        match = match_call(callee.function, [a.info for a in call.args])
+        symbols = [self.symbols.code(d, where) for d in match.mapping.values()]
+        self.launches.append(_Launch(name, inputs + outputs, symbols, where, callee.run))
         return _restructure(call.info, iter(outputs))
 
     def _emit_checks(self, checks: Sequence[Check], location: SourceLocation | None) -> None:
@@ -373,19 +432,24 @@ class ProgramWriter:
         return _flat_values(self._operand(body, f"function {self.function.name}, return"))
 
     def _allocate(self, outputs: Sequence[Value]) -> None:
-        returned = {v.storage for v in outputs}
-        temps: list[Value] = []
-        for storage in self.storages:
-            value = self.storage_values.get(storage)
-            if value is None:
-                continue
-            if storage in returned:
-                dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
-                self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
-            else:
-                temps.append(value)
+        placed = self._place_outputs(outputs)
+        temps = [
+            value
+            for storage in self.storages
+            if (value := self.storage_values.get(storage)) is not None and storage not in placed
+        ]
         if temps:
             self._allocate_arena(temps)
+
+    def _place_outputs(self, outputs: Sequence[Value]) -> set[Storage]:
+        """Memory for the returned results (their own arrays); returns their storages."""
+        returned = {v.storage for v in outputs if v.storage in self.storage_values}
+        for storage in self.storages:
+            if storage in returned:
+                value = self.storage_values[storage]
+                dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+                self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
+        return returned
 
     def _temp_request(self, value: Value) -> Request:
         """The temporary's size and lifetime: from the launch that writes it (the first
@@ -492,9 +556,15 @@ class ProgramWriter:
 
 
 def _restructure(info: StructInfo, leaves) -> object:
-    if isinstance(info, TensorInfo):
-        return next(leaves)
-    return tuple(_restructure(f, leaves) for f in info.fields)  # type: ignore[union-attr]
+    if isinstance(info, TupleInfo):
+        return tuple(_restructure(f, leaves) for f in info.fields)
+    return next(leaves)
+
+
+def _count_leaves(info: StructInfo) -> int:
+    if isinstance(info, TupleInfo):
+        return sum(_count_leaves(f) for f in info.fields)
+    return 1
 
 
 def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None:
@@ -517,6 +587,11 @@ def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None
                 )
 
 
-def write_program(function: Function, kernels: Mapping[str, KernelHandle]) -> Callable[..., tuple]:
-    """The generated executable function of ``function`` (see the module doc)."""
-    return ProgramWriter(function, kernels).write()
+def write_program(
+    function: Function,
+    kernels: Mapping[str, KernelHandle],
+    callees: Mapping[str, CalleeCode] | None = None,
+) -> Callable[..., tuple]:
+    """The generated executable function of ``function`` (see the module doc); ``callees``
+    holds the generated code of the graph functions it calls."""
+    return ProgramWriter(function, kernels, callees).write()
