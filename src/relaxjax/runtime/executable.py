@@ -39,7 +39,8 @@ class Executable:
     """A compiled graph function; ``exe(*flat_args)`` returns a tuple of numpy arrays.
 
     ``module`` is the legalised module it was built from, ``function`` the entry
-    function, ``source`` the generated Python of the call path (for debugging).
+    function, ``callees`` the code of the graph functions it calls, ``source`` the
+    generated Python of the call path (for debugging).
     """
 
     __slots__ = ("module", "function", "compiled", "_run", "_callees")
@@ -82,6 +83,11 @@ class Executable:
         functions it calls, then the entry's."""
         texts = [callee.run.__source__ for callee in self._callees]  # type: ignore[attr-defined]
         return "\n".join([*texts, self._run.__source__])  # type: ignore[attr-defined]
+
+    @property
+    def callees(self) -> tuple[CalleeCode, ...]:
+        """The generated code of each graph function the entry calls, callees first."""
+        return self._callees
 
     @property
     def run(self) -> Callable[..., tuple]:

@@ -60,7 +60,7 @@ from relaxjax.ir import (
     Var,
 )
 from relaxjax.ir.calls import match_call
-from relaxjax.passes.legalize import LegalizedAttrs, known_shape
+from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
 from relaxjax.runtime.env import SymbolTable
@@ -290,17 +290,14 @@ class ProgramWriter:
         inputs = [v for arg in call.args for v in _flat_values(self._operand(arg, where))]
         self._emit_checks(call.checks, binding.location)
         assert call.info is not None
-        leaves = data_leaves([call.info])
-        if not known_shape(call.info) or len(leaves) != _count_leaves(call.info):
+        leaves = [_as_tensor(leaf) for leaf in data_leaves([call.info])]
+        if len(leaves) != _count_leaves(call.info) or any(t.shape is None for t in leaves):
             raise LoweringError(
                 f"{where}: the result of {name}() is {call.info!r}, whose shape is only known "
                 "once the call has run; the runtime cannot run such calls yet"
             )
-        tensors = [
-            TensorInfo((), leaf.dtype) if isinstance(leaf, PrimInfo) else leaf for leaf in leaves
-        ]
-        shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in tensors]  # type: ignore[union-attr]
-        outputs = self._new_outputs(tensors, shapes)  # type: ignore[arg-type]
+        shapes = [tuple(self.symbols.code(d, where) for d in t.shape) for t in leaves]  # type: ignore[union-attr]
+        outputs = self._new_outputs(leaves, shapes)
         match = match_call(callee.function, [a.info for a in call.args])
         symbols = [self.symbols.code(d, where) for d in match.mapping.values()]
         self.launches.append(_Launch(name, inputs + outputs, symbols, where, callee.run))
@@ -559,6 +556,14 @@ def _restructure(info: StructInfo, leaves) -> object:
     if isinstance(info, TupleInfo):
         return tuple(_restructure(f, leaves) for f in info.fields)
     return next(leaves)
+
+
+def _as_tensor(info: StructInfo) -> TensorInfo:
+    """A result leaf as the array the caller allocates (a scalar is a 0-d array; rank 0
+    means shape ``()``)."""
+    if isinstance(info, PrimInfo) or (isinstance(info, TensorInfo) and info.ndim == 0):
+        return TensorInfo((), info.dtype)
+    return info  # type: ignore[return-value]
 
 
 def _count_leaves(info: StructInfo) -> int:

@@ -353,15 +353,18 @@ class _Rename(ExprMutator):
 
 def _add_functions(state: TraceState, traced: Traced) -> GlobalVar:
     """Put the callee's graph functions (its own and those it calls) into the caller's
-    module, each once however many call sites; returns the callee's name there."""
+    module, each once however many call sites and paths reach it; returns the callee's
+    name there."""
+    origins = dict(traced.origins)
     names: dict[str, str] = {}
     for name, item in traced.module.graph_functions().items():
-        known = state.callees.get(id(item))
+        origin = traced if name == traced.name else origins[name]
+        known = state.callees.get(id(origin))
         if known is not None:
             names[name] = known[1]
             continue
-        renamed = _Rename(names).visit(item) if names != {n: n for n in names} else item
+        renamed = _Rename(names).visit(item) if any(k != v for k, v in names.items()) else item
         ref = state.builder.add_func(renamed, name)
         names[name] = ref.name
-        state.callees[id(item)] = (item, ref.name)
+        state.callees[id(origin)] = (origin, ref.name)
     return GlobalVar(names[traced.name])

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from relaxjax import arith
-from relaxjax.ir import BlockBuilder, Function
+from relaxjax.ir import BlockBuilder
 
 __all__ = ["TRACE_STACK", "TraceState", "current", "tracing"]
 
@@ -26,9 +26,9 @@ class TraceState:
     so far (by the parameters and by match_casts) to its symbol, so that a name
     means one symbol throughout the function; ``func_name`` names errors;
     ``internal`` holds the names of symbols the tracer made up (for dims that
-    deduction could not name), which the caller never sees; ``callees`` maps each
-    graph function of a jitted callee added to the module (by identity) to the
-    function and its name there.
+    deduction could not name), which the caller never sees; ``callees`` maps the
+    identity of each trace whose graph function was added to the module (a
+    ``trace.function.Traced``) to that trace and the function's name there.
     """
 
     __slots__ = ("builder", "symbols", "func_name", "active", "internal", "callees", "_fresh")
@@ -39,7 +39,7 @@ class TraceState:
         self.symbols: dict[str, arith.Sym] = {}
         self.active = True
         self.internal: set[str] = set()
-        self.callees: dict[int, tuple[Function, str]] = {}
+        self.callees: dict[int, tuple[object, str]] = {}
         self._fresh = 0
 
     def fresh_symbol_name(self, hint: str) -> str:

@@ -54,10 +54,12 @@ INCONCLUSIVE_ADVICE = (
 class Traced:
     """The result of tracing a function once for some parameter specs.
 
-    ``module`` holds one graph function, ``name``; ``params`` are its parameter
-    variables in order (the leaves of the traced Python parameters);
-    ``out_tree`` is the structure of the Python result and ``out_infos`` the
-    struct info of each of its leaves.
+    ``module`` holds the graph function ``name`` and those of the jitted functions it
+    calls; ``params`` are its parameter variables in order (the leaves of the traced
+    Python parameters); ``out_tree`` is the structure of the Python result and
+    ``out_infos`` the struct info of each of its leaves. ``origins`` pairs the name of
+    each called function in ``module`` with the trace it comes from, so that a module
+    calling it again (directly or through others) holds it once.
     """
 
     module: IRModule
@@ -65,6 +67,7 @@ class Traced:
     params: tuple[Var, ...]
     out_tree: pytree.TreeDef
     out_infos: tuple[StructInfo, ...]
+    origins: tuple[tuple[str, Traced], ...] = ()
 
 
 def function_name(fn: Callable) -> str:
@@ -120,7 +123,8 @@ def trace_function(
         builder.emit_func_output(gv)
     module = builder.finalize()
     out_infos = tuple(_public_info(e.info, state.internal) for e in out_exprs)
-    return Traced(module, name, tuple(param_vars), out_tree, out_infos)
+    origins = tuple((callee, origin) for origin, callee in state.callees.values())
+    return Traced(module, name, tuple(param_vars), out_tree, out_infos, origins)  # type: ignore[arg-type]
 
 
 def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
