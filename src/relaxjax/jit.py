@@ -138,11 +138,11 @@ class Jitted:
 
     def _build(self, traced: Traced) -> Callable[..., object]:
         if not self._kernel_overrides:
-            return runtime.build_executable(traced.module, self.target)
+            return runtime.build_executable(traced.module, self.target, entry=traced.name)
         mod = LOWER_PIPELINE(traced.module)
         for name, func in self._kernel_overrides.items():
             mod = replace_kernel(mod, name, func)
-        return runtime.build_executable(mod, self.target)
+        return runtime.build_executable(mod, self.target, entry=traced.name)
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:
         """The output spec(s), in the function's output structure: no compilation, no data."""

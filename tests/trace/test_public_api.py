@@ -99,3 +99,44 @@ def test_tutorial_head_needs_a_bound():
         relax.eval_shape(head, relax.Tensor(("n", 4), "float32"))
     bounded = relax.Tensor((relax.sym("n", lower=16), 4), "float32")
     assert relax.eval_shape(head, bounded) == relax.Tensor((8, 4), "float32")
+
+
+def test_tutorial_calls_between_jitted_functions():
+    @relax.jit
+    def layer(h, p):
+        return rnn.gelu(h @ p["w"] + p["b"]) + h
+
+    @relax.jit
+    def model(x: relax.Tensor(("n", 64), "float32"), params):
+        for p in params:
+            x = layer(x, p)
+        return rnn.softmax(x)
+
+    spec = {"w": relax.Tensor((64, 64), "float32"), "b": relax.Tensor((64,), "float32")}
+    mod = model.trace(relax.Tensor(("n", 64), "float32"), [spec] * 12)
+    assert len(mod.graph_functions()) == 2
+    text = relax.ir.module_to_text(mod, locations=False)
+    assert 'lv1: Tensor((n, 64), "float32") = mod.layer(lv0, params_1_b, params_1_w)' in text
+    assert 'def layer(h: Tensor((n, 64), "float32"), p_b: Tensor((64,)' in text
+
+    @relax.jit
+    def pair(x: relax.Tensor(("n", 4), "float32"), y: relax.Tensor(("n", 4), "float32")):
+        return x * y
+
+    @relax.jit
+    def caller(a: relax.Tensor(("a", 4), "float32"), b: relax.Tensor(("b", 4), "float32")):
+        return pair(a, b) + pair(a, a)
+
+    lines = relax.ir.function_to_text(caller.trace()["caller"], locations=False).splitlines()
+    assert lines[3:6] == [
+        '        lv0: Tensor((a, 4), "float32") = mod.pair(a, b)',
+        "        assert b == a, \"pair: argument 'y' axis 0 is n in its signature\"",
+        '        lv1: Tensor((a, 4), "float32") = mod.pair(a, a)',
+    ]
+    with pytest.raises(relax.ShapeError, match=r"requires b == a, got b = 5, a = 3"):
+        caller(np.ones((3, 4), np.float32), np.ones((5, 4), np.float32))
+    with pytest.raises(relax.ShapeError, match=r"requires a \+ 1 == a, which is false"):
+        relax.eval_shape(
+            lambda a: pair(a, rnp.concatenate([a, rnp.ones((1, 4), "float32")])),
+            relax.Tensor(("a", 4), "float32"),
+        )
