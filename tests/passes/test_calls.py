@@ -2,7 +2,16 @@
 
 import relaxjax as relax
 import relaxjax.numpy as rnp
-from relaxjax.ir import Binding, Call, GlobalVar, verify
+from relaxjax import ops, tir
+from relaxjax.ir import (
+    Binding,
+    Call,
+    GlobalVar,
+    module_to_text,
+    parse_module,
+    structural_equal,
+    verify,
+)
 from relaxjax.passes import (
     default_pipeline,
     eliminate_dead_code,
@@ -53,6 +62,10 @@ def test_the_pipeline_lowers_every_function_and_shares_kernels_across_them():
                 assert isinstance(value.op, GlobalVar) or value.op.name in ("call_tir",)
     calls = [b.value.op.name for b in _function_calls(lowered["main"])]
     assert calls == ["norm", "branch"]
+    meta: list = []
+    text = module_to_text(lowered, meta=meta)
+    parsed = parse_module(text, ops.registry(), meta=meta, parse_kernel=tir.parse_prim_func)
+    assert structural_equal(parsed, lowered)  # calls, kernels and externs read back
     unfused = lower_pipeline(verify=True)(mod)
     tanh_kernels = [name for name in unfused.kernels() if name.startswith("tanh")]
     assert tanh_kernels == ["tanh"]  # main's tanh and the callees' are one kernel
