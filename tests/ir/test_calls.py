@@ -1,6 +1,10 @@
 """Calls between graph functions: matching the callee's signature against the arguments."""
 
+import itertools
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from ir_fakes import OPS, add, relu
 
 from relaxjax import arith
@@ -19,6 +23,7 @@ from relaxjax.ir import (
     TensorInfo,
     TupleInfo,
     Var,
+    free_symbols,
     parse_module,
     verify,
 )
@@ -228,3 +233,46 @@ def test_builder_names_callees_apart_from_the_open_function():
     assert list(mod.graph_functions()) == ["f_1", "f"]
     verify(mod)
     assert mod["f"].body.blocks[0].bindings[0].value.info == TensorInfo((n,))
+
+
+_DIMS = [n, m, 4, n + 1, 2 * n, 2 * n + 1, n + m, 3 * m + 2]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(_DIMS), min_size=1, max_size=3), min_size=1, max_size=3),
+    st.data(),
+)
+def test_matching_concrete_shapes_is_sound_and_complete(signature, data):
+    """With concrete argument shapes every relation is decided: the match succeeds exactly
+    when some values of the callee's symbols give those shapes, and then its mapping does."""
+    params = [Var(f"p{i}", TensorInfo(tuple(dims))) for i, dims in enumerate(signature)]
+    if not {n, m} >= {s for p in params for s in free_symbols(p.info)}:
+        return
+    callee = Function(params, SeqExpr([], params[0]), params[0].info, "f")
+    if data.draw(st.booleans()):  # shapes some symbol values give, or arbitrary ones
+        chosen = {"n": data.draw(st.integers(0, 5)), "m": data.draw(st.integers(0, 3))}
+        shapes = [tuple(arith.evaluate(d, chosen) for d in dims) for dims in signature]
+    else:
+        shapes = [tuple(data.draw(st.integers(0, 9)) for _ in dims) for dims in signature]
+    infos = [TensorInfo(shape) for shape in shapes]
+    symbols = sorted({s.name for p in params for s in free_symbols(p.info)})
+    fits = [
+        env
+        for values in itertools.product(range(12), repeat=len(symbols))
+        if all(
+            arith.evaluate(d, (env := dict(zip(symbols, values)))) == size
+            for dims, shape in zip(signature, shapes)
+            for d, size in zip(dims, shape)
+        )
+    ]
+    try:
+        match = match_call(callee, infos)
+    except ShapeError:
+        assert fits == []
+        return
+    except TypeError:  # a symbol no dim determines (n + m alone): nothing to check
+        return
+    assert match.checks == ()  # concrete shapes: every relation is decided
+    env = {name: arith.evaluate(value, {}) for name, value in match.mapping.items()}
+    assert env in fits
+    assert match.info == TensorInfo(shapes[0])
