@@ -6,7 +6,7 @@ time what it could not prove, before any kernel runs. So the callee's function s
 phase 1 (no coercion, no argument checks) and takes its symbols' values ready-made.
 It is called with destination passing, like a kernel::
 
-    def call_layer(a0, a1, o0, s0):      # inputs, result arrays, then symbol values
+    def run_layer(a0, a1, o0, s0):      # inputs, result arrays, then symbol values
         # a0: Tensor((n, 64), "float32") ...   n is s0
         ...                               # phases 2-4 as for any function: checks of
         r3 = o0                           # its own, its temporaries in its own arena,
@@ -33,7 +33,7 @@ __all__ = ["CalleeWriter", "write_callee"]
 
 
 class CalleeWriter(ProgramWriter):
-    """Writes ``call_<name>(*inputs, *outputs, *symbol_values)`` (see the module doc)."""
+    """Writes ``run_<name>(*inputs, *outputs, *symbol_values)`` (see the module doc)."""
 
     def __init__(
         self,
@@ -43,7 +43,6 @@ class CalleeWriter(ProgramWriter):
     ) -> None:
         super().__init__(function, kernels, callees)
         self._copies: list[tuple[str, Value]] = []
-        self._num_outputs = 0
 
     def _emit_params(self) -> list[str]:
         where = f"function {self.function.name}"
