@@ -1,19 +1,32 @@
 """From a legalised graph function to the generated Python of its executable.
 
-The generated function has four phases, in this order:
+The generated function is a sequence of *segments*. Each segment has three phases,
+in this order:
 
-1. **arguments** — coerce, check and bind symbols (:mod:`relaxjax.runtime.arguments`);
-2. **shapes** — the run-time ``checks`` deduction recorded, ``match_cast``s (checking
-   and binding new symbols) and the concrete shapes of coarse results (through the
-   op's own ``infer`` on concrete shapes); every error is raised here, before any
-   kernel has run;
-3. **memory** — the returned tensors as numpy arrays, every temporary in one arena
+1. **shapes** — (first segment: the arguments, coerced, checked and bound by
+   :mod:`relaxjax.runtime.arguments`) the run-time ``checks`` deduction recorded,
+   ``match_cast``s (checking and binding new symbols) and the concrete shapes of
+   coarse results (through the op's own ``infer`` on concrete shapes); every error
+   of the segment is raised here, before any of its kernels has run;
+2. **memory** — the returned tensors (and those the program itself reads) as numpy
+   arrays, every other temporary of the segment in the segment's arena
    (:mod:`relaxjax.runtime.memory`); large ones come from a pool of blocks reused
    across calls (:mod:`relaxjax.runtime.pool`);
-4. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
+3. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
    with the kernel's symbol values read from its buffers' dims; a ``call_extern`` (or a
    kernel of the ``reference`` target) is a Python call on numpy arrays, temporaries
    viewed in the arena.
+
+Most programs are one segment. A new segment starts where a binding needs a value
+that only a kernel of the current segment produces: a ``match_cast`` of a scalar a
+kernel computed (``k = match_cast(count, Prim("int64", value=k))``, how data-dependent
+sizes such as ``nonzero``'s become symbols) reads it after that segment's kernels ran,
+binds the symbol, checks its declared bounds, and the program goes on with the next
+segment, whose shapes may use the new symbol. :meth:`ProgramWriter.read_data` is that
+rule; a binding kind that needs run-time values (e.g. the result shapes of a call)
+calls it before writing its code. Values of an earlier segment stay alive (each
+segment's arena is a local of the generated function) and are never overwritten:
+temporaries read by a later segment keep their slot to the end of their own segment.
 
 Shape arithmetic is Python source produced by ``arith.to_python`` over the locals
 holding the symbols, so a call performs no IR walks and no lookups.
@@ -23,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -98,6 +111,20 @@ class _Launch:
     extern: Callable[..., None] | None = None
 
 
+@dataclass(slots=True)
+class _Segment:
+    """A straight run of the program (see the module doc): the source of its shape
+    phase, written as the bindings are visited, and the source of its memory and kernel
+    phases, written once the outputs are known. ``first_launch``/``first_storage`` index
+    the writer's launches and storages where the segment begins."""
+
+    index: int
+    shapes: list[str]
+    first_launch: int
+    first_storage: int
+    tail: list[str] = field(default_factory=list)
+
+
 def _flat_values(bound: object) -> list[Value]:
     if isinstance(bound, Value):
         return [bound]
@@ -116,6 +143,9 @@ class ProgramWriter:
         self.launches: list[_Launch] = []
         self.storages: list[Storage] = []
         self.storage_values: dict[Storage, Value] = {}
+        self.segments = [_Segment(0, self.writer.lines, 0, 0)]
+        self.host_read: set[Storage] = set()  # kernel results the generated code reads
+        self.arena_of: dict[Storage, tuple[str, str]] = {}  # temp -> (arena, its address)
         self._constants: dict[Constant, Value] = {}
         self.by_object = object_args_supported()
         self._empty = self.writer.constant(default_pool.empty, "empty")
@@ -133,11 +163,48 @@ class ProgramWriter:
             for binding in block.bindings:
                 self._binding(binding)
         outputs = self._outputs(self.function.body.body)
-        self._allocate(outputs)
-        for launch in self.launches:
-            self._emit_launch(launch)
+        self._finish_segments({v.storage for v in outputs})
         self._emit_return(outputs)
         return self.writer.compile(f"run_{self.function.name}", params)
+
+    # -- segments ------------------------------------------------------------------------------
+
+    def read_data(self, values: Sequence[Value]) -> None:
+        """Let the code written next read the data (or run-time shape) of ``values``.
+
+        Kernel results among them become numpy arrays; when a kernel of the current
+        segment produces one, the segment ends here, so its kernels run first.
+        """
+        current = self.segments[-1]
+        pending = False
+        for value in values:
+            if value.storage.kind != "kernel":
+                continue  # arguments, constants and scalars exist from the start
+            self.host_read.add(value.storage)
+            pending = pending or value.storage.index >= current.first_storage
+        if pending:
+            self.end_segment()
+
+    def end_segment(self) -> None:
+        """Start a new segment: the code written next runs after every kernel so far."""
+        segment = _Segment(len(self.segments), [], len(self.launches), len(self.storages))
+        self.segments.append(segment)
+        self.writer.lines = segment.shapes
+
+    def _finish_segments(self, returned: set[Storage]) -> None:
+        """Write each segment's memory and kernel phases; join every segment's source."""
+        bounds = [(s.first_launch, s.first_storage) for s in self.segments[1:]]
+        bounds.append((len(self.launches), len(self.storages)))
+        lines: list[str] = []
+        for segment, (launch_end, storage_end) in zip(self.segments, bounds):
+            self.writer.lines = segment.tail
+            launches = self.launches[segment.first_launch : launch_end]
+            storages = self.storages[segment.first_storage : storage_end]
+            self._allocate(segment, launches, storages, returned)
+            for launch in launches:
+                self._emit_launch(launch)
+            lines += segment.shapes + segment.tail
+        self.writer.lines = lines
 
     # -- phase 2: bindings -------------------------------------------------------------------
 
@@ -214,7 +281,7 @@ class ProgramWriter:
         outputs = self._new_outputs(leaves, shapes)
         tir_vars = call.args[2] if len(call.args) > 2 else None
         self._add_launch(kernel_ref.name, inputs + outputs, tir_vars, where)
-        if isinstance(out_info, TensorInfo):
+        if isinstance(out_info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(out_info, iter(outputs))
 
@@ -243,7 +310,7 @@ class ProgramWriter:
         shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
         outputs = self._new_outputs(leaves, shapes)
         self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
-        if isinstance(call.info, TensorInfo):
+        if isinstance(call.info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(call.info, iter(outputs))
 
@@ -305,7 +372,7 @@ class ProgramWriter:
             if isinstance(dim, Sym) and dim not in self.symbols:
                 local = self.symbols.bind(dim, f"{origin} axis {axis}")
                 self.writer.line(f"{local} = {value.shape[axis]}")
-                emit_range_check(self.writer, dim, local, f"{origin} axis {axis}", True)
+                self._emit_range(dim, local, f"{origin} axis {axis}", True)
             else:
                 checks.append((axis, dim))
         for axis, dim in checks:
@@ -316,13 +383,33 @@ class ProgramWriter:
     def _match_scalar(
         self, value: Value, info: PrimInfo, origin: str, location: SourceLocation | None
     ) -> Value:
+        if info.value is not None:
+            self.read_data([value])  # e.g. a count a kernel computed: after its segment
         if isinstance(info.value, Sym) and info.value not in self.symbols:
             local = self.symbols.bind(info.value, origin)
             self.writer.line(f"{local} = int({value.ref})")
-            emit_range_check(self.writer, info.value, local, origin, False)
+            self._emit_range(info.value, local, origin, False)
         elif info.value is not None:
             self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
         return value
+
+    def _emit_range(self, symbol: Sym, local: str, where: str, from_shape: bool) -> None:
+        """Check a freshly bound symbol against its declared bounds; a symbolic upper
+        bound (``0 <= k <= n * 4``) is computed from the symbols bound before it."""
+        if not isinstance(symbol.upper, arith.Expr):
+            emit_range_check(self.writer, symbol, local, where, from_shape)
+            return
+        limit = self.symbols.code(symbol.upper, f"the upper bound of {symbol.name}")
+        conditions = [f"{local} > {limit}"]
+        if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
+            conditions.insert(0, f"{local} < {symbol.lower}")
+
+        def range_error(value: int, upper: int) -> ShapeError:
+            return messages.symbol_out_of_range(symbol, value, where, upper)
+
+        helper = self.writer.constant(range_error, "range")
+        self.writer.line(f"if {' or '.join(conditions)}:")
+        self.writer.line(f"raise {helper}({local}, {limit})", 2)
 
     def _emit_match_check(
         self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
@@ -372,41 +459,60 @@ class ProgramWriter:
     def _outputs(self, body: Expr) -> list[Value]:
         return _flat_values(self._operand(body, f"function {self.function.name}, return"))
 
-    def _allocate(self, outputs: Sequence[Value]) -> None:
-        returned = {v.storage for v in outputs}
+    def _allocate(
+        self,
+        segment: _Segment,
+        launches: Sequence[_Launch],
+        storages: Sequence[Storage],
+        returned: set[Storage],
+    ) -> None:
+        """The segment's results: returned ones (and those the program reads) as their
+        own arrays, the others in the segment's arena."""
         temps: list[Value] = []
-        for storage in self.storages:
+        for storage in storages:
             value = self.storage_values.get(storage)
             if value is None:
                 continue
-            if storage in returned:
+            if storage in returned or storage in self.host_read:
                 dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
                 self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
             else:
                 temps.append(value)
         if temps:
-            self._allocate_arena(temps)
+            later = {
+                b.storage
+                for launch in self.launches[segment.first_launch + len(launches) :]
+                for b in launch.buffers
+            }
+            requests = [self._temp_request(v, launches, later) for v in temps]
+            self._allocate_arena(segment.index, temps, requests)
 
-    def _temp_request(self, value: Value) -> Request:
-        """The temporary's size and lifetime: from the launch that writes it (the first
-        to use it) to the last launch that reads it."""
+    @staticmethod
+    def _temp_request(value: Value, launches: Sequence[_Launch], later: set[Storage]) -> Request:
+        """The temporary's size and lifetime in its segment: from the launch that writes it
+        (the first to use it) to the last launch that reads it, or to the segment's end
+        when a later segment reads it."""
         used = [
             i
-            for i, launch in enumerate(self.launches)
+            for i, launch in enumerate(launches)
             if any(b.storage is value.storage for b in launch.buffers)
         ]
         nbytes = None
         if value.info.shape is not None:
             nbytes = math.prod(value.info.shape, start=1) * dtypes.itemsize(value.info.dtype)
-        return Request(nbytes, min(used), max(used))
+        last = len(launches) if value.storage in later else max(used)
+        return Request(nbytes, min(used), last)
 
-    def _allocate_arena(self, temps: Sequence[Value]) -> None:
-        requests = [self._temp_request(v) for v in temps]
+    def _allocate_arena(
+        self, index: int, temps: Sequence[Value], requests: Sequence[Request]
+    ) -> None:
+        suffix = str(index) if index else ""  # one segment keeps the plain names
+        arena, address, base = f"arena{suffix}", f"arena_address{suffix}", f"base{suffix}"
         plan = plan_memory(requests)
         total = self.symbols.code(plan.symbolic_bytes, "the memory plan")
         runtime_offsets: dict[int, str] = {}
-        for index, value in enumerate(temps):
-            slot = plan.slot_of[index]
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
             if plan.slot_sizes[slot] is None:
                 local = self.writer.fresh("z")
                 itemsize = dtypes.itemsize(value.info.dtype)
@@ -416,13 +522,14 @@ class ProgramWriter:
                 runtime_offsets[slot] = local
         u8 = self.writer.constant(np.dtype(np.uint8), "u8")
         pointer = self.writer.constant(data_pointer, "data_pointer")
-        self.writer.line(f"arena = {self._empty}(({total} + {ALIGNMENT},), {u8})")
-        self.writer.line(f"arena_address = {pointer}(arena)")
-        self.writer.line(f"base = (arena_address + {ALIGNMENT - 1}) & -{ALIGNMENT}")
-        for index, value in enumerate(temps):
-            slot = plan.slot_of[index]
+        self.writer.line(f"{arena} = {self._empty}(({total} + {ALIGNMENT},), {u8})")
+        self.writer.line(f"{address} = {pointer}({arena})")
+        self.writer.line(f"{base} = ({address} + {ALIGNMENT - 1}) & -{ALIGNMENT}")
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
             offset = runtime_offsets.get(slot) or self.symbols.code(plan.offsets[slot], "offsets")
-            self.writer.line(f"{value.ref} = base + {offset}")
+            self.writer.line(f"{value.ref} = {base} + {offset}")
+            self.arena_of[value.storage] = (arena, address)
             self.storage_values[value.storage] = Value(
                 value.info, value.shape, value.ref, False, value.storage
             )
@@ -439,10 +546,11 @@ class ProgramWriter:
                 continue
             # a view of the temporary's arena slice: ndarray(shape, dtype, buffer, offset)
             dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+            arena, address = self.arena_of[value.storage]
             local = self.writer.fresh("v")
             self.writer.line(
-                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, arena, "
-                f"{current.ref} - arena_address)"
+                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, {arena}, "
+                f"{current.ref} - {address})"
             )
             refs.append(local)
         function = self.writer.constant(launch.extern, "extern")
@@ -492,7 +600,7 @@ class ProgramWriter:
 
 
 def _restructure(info: StructInfo, leaves) -> object:
-    if isinstance(info, TensorInfo):
+    if isinstance(info, TensorInfo | PrimInfo):
         return next(leaves)
     return tuple(_restructure(f, leaves) for f in info.fields)  # type: ignore[union-attr]
 
