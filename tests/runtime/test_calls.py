@@ -4,11 +4,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rt_build as rb
+from test_segments import KERNELS, positives_module
 
 import relaxjax as relax
 import relaxjax.nn as rnn
 import relaxjax.numpy as rnp
-from relaxjax.errors import LoweringError, ShapeError
+from relaxjax import arith
+from relaxjax.errors import ShapeError
+from relaxjax.ir import BlockBuilder, Call, GlobalVar, IRModule, TensorInfo, Tuple, Var, verify
+from relaxjax.runtime import build_executable
 
 T = relax.Tensor
 
@@ -275,17 +280,34 @@ def test_symbolic_dims_flow_into_the_callee():
     assert caller.cache_size() == 1
 
 
-def test_a_result_known_only_after_the_call_is_refused_clearly():
+def test_a_result_whose_shape_is_known_only_after_the_call():
     @relax.jit
     def add(x: T(("n",), "float32"), y: T(("m",), "float32")):
-        return x + y  # rank 1, dims unknown to any caller
+        return x + y  # rank 1; its length is n or m, known once the call ran
 
     @relax.jit
     def caller(x: T(("a",), "float32"), y: T(("b",), "float32")):
-        return add(x, y)
+        s = add(x, y)  # the callee allocates it; a new segment starts after the call
+        t = relax.match_cast(s * 2, T(("k",), "float32"))
+        return t + rnp.arange(t.shape[0]).astype("float32"), s.sum(), add(s, x)
 
-    with pytest.raises(LoweringError, match=r"the result of add\(\) is .* only known once the"):
-        caller(np.ones(3, np.float32), np.ones(3, np.float32))
+    call = caller.trace()["caller"].body.blocks[0].bindings[0]
+    assert isinstance(call.value.op, relax.ir.GlobalVar) and call.value.op.name == "add"
+    assert call.var.info == T(ndim=1, dtype="float32")
+    for x, y in [
+        (np.arange(3, dtype=np.float32), np.ones(1, np.float32)),
+        (np.ones(1, np.float32), np.arange(4, dtype=np.float32)),
+    ]:
+        s = x + y
+        t, total, again = caller(x, y)
+        np.testing.assert_array_equal(t, s * 2 + np.arange(len(s)))
+        assert float(total) == s.sum()
+        np.testing.assert_array_equal(again, s + x)
+    assert caller.cache_size() == 1
+    with pytest.raises(
+        ShapeError, match=r"add: add: .*requires broadcast\(a, b\), got a = 3, b = 2"
+    ):
+        caller(np.ones(3, np.float32), np.ones(2, np.float32))
 
 
 def test_callee_temporaries_are_released_between_calls():
@@ -308,3 +330,33 @@ def test_callee_temporaries_are_released_between_calls():
         caller(x)
     gc.collect()
     assert pool.default_pool.held_bytes == held  # the same blocks are reused: nothing leaks
+
+
+@pytest.mark.parametrize("target", ["llvm", "reference"])
+def test_a_data_dependent_callee_runs_in_its_callers_segments(target):
+    """``positives`` (built by hand, tests/runtime/test_segments.py) returns the positive
+    elements of its argument, doubled twice: a length only its kernels know. Each call
+    allocates its result; the caller names its length with a match_cast and goes on."""
+    callee = positives_module(arith.sym("k"), returned="z")
+    assert callee["main"].ret_info == TensorInfo(ndim=1, dtype="float32")
+    n, j, i = arith.syms("n j i")
+    x, y = Var("x", TensorInfo((n,), "float32")), Var("y", TensorInfo((n,), "float32"))
+    bb = BlockBuilder(IRModule({**KERNELS, "positives": callee["main"]}))
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            first = bb.emit(Call(GlobalVar("positives"), [x]))
+            named = bb.emit_match_cast(first, TensorInfo((j,), "float32"))
+            doubled = rb.call(bb, "double", [named], TensorInfo((j,), "float32"))
+            second = bb.emit(Call(GlobalVar("positives"), [y]))
+            again = bb.emit_match_cast(second, TensorInfo((i,), "float32"))
+            out = bb.emit_output(Tuple([doubled, again]))
+        bb.emit_func_output(out)
+    mod = bb.finalize()
+    verify(mod)
+    exe = build_executable(mod, target=target)
+    for values in ([1.0, -2.0, 3.0], [-1.0, -5.0], []):
+        a = np.array(values, np.float32)
+        got, other = exe(a, -a)
+        np.testing.assert_array_equal(got, 8 * a[a > 0])
+        np.testing.assert_array_equal(other, 4 * -a[-a > 0])
+    assert [c.function.name for c in exe.callees] == ["positives"]

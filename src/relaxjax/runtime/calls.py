@@ -8,14 +8,19 @@ It is called with destination passing, like a kernel::
 
     def run_layer(a0, a1, o0, s0):      # inputs, result arrays, then symbol values
         # a0: Tensor((n, 64), "float32") ...   n is s0
-        ...                               # phases 2-4 as for any function: checks of
-        r3 = o0                           # its own, its temporaries in its own arena,
-        status = k_matmul(a0, a1, r3, s0) # its kernels; results are written into the
-                                          # caller's arrays, no copy
+        ...                               # its own checks, its temporaries in its own
+        if o0 is None:                    # arena, its kernels; each result is written
+            o0 = empty((s0, 64), float32) # into the caller's array, no copy
+        r3 = o0
+        status = k_matmul(a0, a1, r3, s0)
+        return (o0, )
 
-A result that is not computed into its destination (a parameter or a constant returned
-as is, or one value returned twice) is copied into it. The callee's temporaries live
-in an arena of its own, taken from the buffer pool for the duration of the call.
+A caller that cannot know a result's shape before the call ran (it is coarse in the
+caller's symbols, e.g. data-dependent) passes ``None`` for it: the callee allocates it
+and returns it. A result that is not computed into its destination (a parameter or a
+constant returned as is, or one value returned twice) is copied into it. The callee's
+temporaries live in arenas of its own (one per segment), taken from the buffer pool for
+the duration of the call.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from relaxjax import dtypes
 from relaxjax.errors import LoweringError
-from relaxjax.ir import Function, PrimInfo, TensorInfo, TupleInfo, signature_symbols
+from relaxjax.ir import Expr, Function, PrimInfo, TensorInfo, TupleInfo, signature_symbols
 from relaxjax.runtime.program import CalleeCode, KernelHandle, ProgramWriter
 from relaxjax.runtime.values import Storage, Value
 
@@ -42,6 +48,7 @@ class CalleeWriter(ProgramWriter):
         callees: Mapping[str, CalleeCode] | None = None,
     ) -> None:
         super().__init__(function, kernels, callees)
+        self._destinations: dict[Storage, str] = {}
         self._copies: list[tuple[str, Value]] = []
 
     def _emit_params(self) -> list[str]:
@@ -92,25 +99,39 @@ class CalleeWriter(ProgramWriter):
             )
         return count
 
-    def _place_outputs(self, outputs: Sequence[Value]) -> set[Storage]:
-        """Each result computed by a call of this function goes straight into the array its
-        caller passed; any other result is copied there before returning."""
-        placed: set[Storage] = set()
+    def _outputs(self, body: Expr) -> list[Value]:
+        """The results; each one a call of this function computes goes straight into the
+        array its caller passed (``o0, o1, ...``), any other is copied there at the end."""
+        outputs = super()._outputs(body)
         for index, value in enumerate(outputs):
             storage = value.storage
-            if storage in self.storage_values and storage not in placed:
-                placed.add(storage)
-                self.writer.line(f"{self.storage_values[storage].ref} = o{index}")
+            if storage in self.storage_values and storage not in self._destinations:
+                self._destinations[storage] = f"o{index}"
             else:
                 self._copies.append((f"o{index}", value))
-        return placed
+        return outputs
+
+    def _place(self, value: Value) -> None:
+        destination = self._destinations.get(value.storage)
+        if destination is None:
+            super()._place(value)  # an array of the callee's own (one its code reads)
+            return
+        # the caller's array, or one of our own when the caller cannot know the shape
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        self.writer.line(f"if {destination} is None:")
+        self.writer.line(f"{destination} = {self._empty}({value.shape_code}, {dtype})", 2)
+        self.writer.line(f"{value.ref} = {destination}")
 
     def _emit_return(self, outputs: Sequence[Value]) -> None:
         copyto = self.writer.constant(np.copyto, "copyto")
         for destination, value in self._copies:
             current = self.storage_values.get(value.storage, value)
-            self.writer.line(f"{copyto}({destination}, {current.ref})")
-        self.writer.line("return None")
+            self.writer.line(f"if {destination} is None:")
+            self.writer.line(f"{destination} = {current.ref}.copy()", 2)
+            self.writer.line("else:")
+            self.writer.line(f"{copyto}({destination}, {current.ref})", 2)
+        results = "".join(f"o{i}, " for i in range(len(outputs)))
+        self.writer.line(f"return ({results})")
 
 
 def _leaf_count(info: object) -> int | None:

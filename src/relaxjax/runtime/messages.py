@@ -96,9 +96,14 @@ def dim_mismatch(
     return ShapeError(f"{what} axis {axis}: expected {expected} = {value} ({origins}), got {got}")
 
 
-def symbol_out_of_range(symbol: Sym, value: int, where: str) -> ShapeError:
-    """A symbol's value outside its declared bounds."""
+def symbol_out_of_range(
+    symbol: Sym, value: int, where: str, upper_value: int | None = None
+) -> ShapeError:
+    """A symbol's value outside its declared bounds; ``upper_value`` is the value of a
+    symbolic upper bound (``0 <= k <= n * 4 = 12``)."""
     upper = "" if symbol.upper is None else f" <= {symbol.upper}"
+    if isinstance(symbol.upper, arith.Expr) and upper_value is not None:
+        upper += f" = {upper_value}"
     return ShapeError(
         f"{where}: {symbol.name} = {value} is outside its declared range "
         f"{symbol.lower} <= {symbol.name}{upper}"
