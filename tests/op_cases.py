@@ -134,6 +134,19 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("nonzero", lambda m, nn, a: m.nonzero(a > 0), (x,)),
         Case("argwhere", lambda m, nn, a: m.argwhere(a > 0), (x,)),
         Case("flatnonzero", lambda m, nn, a: m.flatnonzero(a > 0, size=4, fill_value=-1), (x,)),
+        Case(
+            "unique",
+            lambda m, nn, a: m.unique(
+                (a * 2).astype("int32"), return_index=True, return_inverse=True, return_counts=True
+            ),
+            (x,),
+        ),
+        Case("unique_count", lambda m, nn, a: m.unique(a > 0), (x,)),
+        Case(
+            "sort_permutation",
+            lambda m, nn, a: m.unique((a > 0).astype("int8"), axis=0, return_counts=True),
+            (x,),
+        ),
         Case("softmax", lambda m, nn, a: nn.softmax(a), (x,)),
         Case("log_softmax", lambda m, nn, a: nn.log_softmax(a, axis=0), (x,), min_n=1),
         Case("one_hot", lambda m, nn, i: nn.one_hot(i, 5), ((("n",), I),), 0, 5),

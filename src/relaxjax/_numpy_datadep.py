@@ -29,9 +29,10 @@ from relaxjax.ir import PrimInfo
 from relaxjax.ops.index import TakeAttrs
 from relaxjax.ops.manipulate import ReshapeAttrs
 from relaxjax.ops.nonzero import CountAttrs, NonzeroAttrs, index_dtype
-from relaxjax.trace import Tracer, emit
+from relaxjax.ops.unique import SortAttrs, UniqueAttrs, UniqueCountAttrs
+from relaxjax.trace import Tracer, data_dependent_size, emit
 
-__all__ = ["argwhere", "compress", "count_nonzero", "flatnonzero", "nonzero"]
+__all__ = ["argwhere", "compress", "count_nonzero", "flatnonzero", "nonzero", "unique"]
 
 Dim = arith.Dim
 Scalar = bool | int | float
@@ -174,3 +175,45 @@ def _dtype(x: object) -> str:
 def _prefix(a: object, axis: int, stop: Dim) -> object:
     """``a[..., :stop, ...]`` along ``axis``."""
     return getitem(a, (slice(None),) * axis + (slice(None, stop),))
+
+
+def unique(
+    ar,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    axis=None,
+    *,
+    equal_nan=True,
+    size=None,
+    fill_value=None,
+    sorted=True,  # noqa: A002 - jax.numpy's name (unused there too)
+):
+    """``jnp.unique``: the sorted distinct elements (``axis=None``, of the flattened
+    array) or slices along ``axis``, and optionally the ``index`` of each one's first
+    occurrence, the ``inverse`` (each element's position among them: ``ar``'s shape for
+    ``axis=None``, as jax 0.10) and the ``counts``. NaNs sort last and are one value with
+    ``equal_nan``. Without ``size`` their number is a fresh symbol ``0 <= k <= n``; with
+    it, the first ``size`` are kept, padded with ``fill_value`` (default: the smallest
+    value), indices with the smallest value's index and counts with 0."""
+    ndim = _ndim("unique", ar)
+    shape = _shape(ar)  # binds names for the dims of a rank-only tensor
+    if axis is not None:
+        axis = _axes_or_none("unique", axis, ndim)[0]  # type: ignore[index]
+    count = _count(ar) if axis is None else shape[axis]
+    fill = _static_scalar("unique fill_value", fill_value)
+    if size is not None:
+        size = _size("unique", size, ar)
+        if count == 0 and arith.compare(size, ">", 0) is True and fill is None:
+            raise ValueError(
+                "jnp.unique: for zero-sized input with nonzero size argument, fill_value "
+                "must be specified"
+            )
+    perm = emit("sort_permutation", (ar,), SortAttrs(axis))
+    if size is None:
+        attrs = UniqueCountAttrs(axis, equal_nan)
+        size = data_dependent_size("unique_count", (ar, perm), attrs, count)
+    flags = (bool(return_index), bool(return_inverse), bool(return_counts))
+    attrs = UniqueAttrs(size, axis, equal_nan, fill, *flags)
+    result = emit("unique", (ar, perm), attrs)
+    return result[0] if not any(flags) else tuple(result)

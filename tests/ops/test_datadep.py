@@ -95,11 +95,19 @@ def _jitted(case: str, rank: int, dtype: str):
     return relax.jit(program)
 
 
-@pytest.mark.parametrize(
-    "case, rank, dtype",
-    [(c, r, d) for c in CASES for r, d in DEFAULT]
-    + [pytest.param(c, r, d, marks=pytest.mark.slow) for c in CASES for r, d in EXHAUSTIVE],
-)
+def _value_params() -> list:
+    """Each case at one (rank, dtype) of DEFAULT by default (every rank and dtype is
+    covered), at every combination under -m slow."""
+    params = []
+    for index, case in enumerate(CASES):
+        for position, (rank, dtype) in enumerate(DEFAULT + EXHAUSTIVE):
+            default = position == index % len(DEFAULT)
+            marks = () if default else pytest.mark.slow
+            params.append(pytest.param(case, rank, dtype, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("case, rank, dtype", _value_params())
 def test_values_against_jax_with_one_executable(case, rank, dtype):
     program = _jitted(case, rank, dtype)
     for x in _inputs(SHAPES[rank], dtype, rank):
@@ -122,6 +130,97 @@ def test_eager_evaluation_matches_jax(case):
         if case in ("mask_middle", "compress") and x.shape[0] == 0:
             continue
         _assert_same(CASES[case](rnp, x), CASES[case](jnp, jnp.asarray(x)), f"eager {case}")
+
+
+# -- unique ----------------------------------------------------------------------------------
+
+UNIQUE_CASES = {
+    "plain": {},
+    "all": {"return_index": True, "return_inverse": True, "return_counts": True},
+    "nan_apart": {"return_counts": True, "equal_nan": False},
+    "rows": {"axis": 0, "return_index": True, "return_inverse": True, "return_counts": True},
+    "columns": {"axis": -1, "return_counts": True},
+    "size": {"size": 4, "return_index": True, "return_counts": True},
+    "size_fill": {"size": 9, "fill_value": -5, "return_index": True, "return_inverse": True},
+}
+
+
+def _unique_inputs(shape: tuple[int, ...], dtype: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(len(shape))
+    values = rng.integers(-2, 3, shape).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = values.reshape(-1)
+        flat[::4] = np.nan
+        flat[1::7] = -0.0
+        flat[2::9] = np.inf
+    return [values, np.zeros(shape, dtype), np.ones(shape, dtype)]
+
+
+_SLOW = pytest.mark.slow  # jax's eager unique compiles for every result size it meets
+
+
+@pytest.mark.parametrize(
+    "case, shape, dtype",
+    [
+        pytest.param("plain", (9,), "float32", marks=_SLOW),
+        ("all", (3, 4), "float32"),
+        pytest.param("all", (2, 3, 2), "int32", marks=_SLOW),
+        pytest.param("nan_apart", (8,), "float64", marks=_SLOW),
+        ("rows", (6, 2), "int32"),
+        pytest.param("columns", (2, 5), "bool", marks=_SLOW),
+        pytest.param("size", (7,), "int8", marks=_SLOW),
+        ("size_fill", (2, 3), "float32"),
+    ],
+)
+def test_unique_against_jax_with_one_executable(case, shape, dtype):
+    kwargs = UNIQUE_CASES[case]
+    dims = DIMS[: len(shape)]
+
+    def program(x: relax.Tensor(dims, dtype)):
+        return rnp.unique(x, **kwargs)
+
+    jitted = relax.jit(program)
+    inputs = _unique_inputs(shape, dtype)
+    for x in inputs + [_unique_inputs(tuple(d + 3 for d in shape), dtype)[0]]:
+        expected = jnp.unique(jnp.asarray(x), **kwargs)
+        _assert_same(jitted(x), expected, f"unique {kwargs} of {x!r}")
+        _assert_same(rnp.unique(x, **kwargs), expected, f"eager unique {kwargs}")
+    assert jitted.cache_size() == 1
+    if case == "plain":  # numpy agrees on values (NaNs merged as numpy >= 1.24 does)
+        np.testing.assert_array_equal(jitted(inputs[0]), np.unique(inputs[0]))
+
+
+def test_unique_of_empty_and_scalar_arrays():
+    @relax.jit
+    def f(x: relax.Tensor(("n",), "float32")):
+        return rnp.unique(x, return_index=True, return_inverse=True, return_counts=True)
+
+    empty = np.zeros(0, np.float32)
+    _assert_same(f(empty), jnp.unique(empty, True, True, True), "unique of nothing")
+    scalar = np.float32(3.0)
+    _assert_same(
+        rnp.unique(scalar, return_inverse=True), jnp.unique(scalar, return_inverse=True), "0-d"
+    )
+    with pytest.raises(ValueError, match="for zero-sized input with nonzero size argument"):
+        rnp.unique(empty, size=2)
+
+
+def test_unique_shapes_and_bounds():
+    spec = relax.Tensor(("n", 3), "float32")
+    values, index, inverse, counts = relax.eval_shape(
+        lambda x: rnp.unique(x, return_index=True, return_inverse=True, return_counts=True), spec
+    )
+    (k,) = values.shape
+    assert str(k) == "k0" and k.upper == arith.sym("n") * 3
+    assert index.shape == counts.shape == (k,) and str(inverse.shape) == "(n, 3)"
+    rows = relax.eval_shape(lambda x: rnp.unique(x, axis=0, return_inverse=True), spec)
+    assert str(rows[0].shape) == "(k0, 3)" and rows[0].shape[0].upper == arith.sym("n")
+    assert str(rows[1].shape) == "(n,)"
+    padded = relax.eval_shape(lambda x: rnp.unique(x, size=5, fill_value=0), spec)
+    assert padded.shape == (5,)
+    # the distinct values of the distinct values are as many: one more count, no more
+    twice = relax.eval_shape(lambda x: rnp.unique(rnp.unique(x))[: x.shape[0] * 3], spec)
+    assert str(twice.shape) == "(k1,)"
 
 
 # -- size= and fill_value= --------------------------------------------------------------

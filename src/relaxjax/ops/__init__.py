@@ -26,6 +26,7 @@ from relaxjax.ops import (
     statistics,
     triangle,
     unary,
+    unique,
 )
 from relaxjax.ops.base import (
     PATTERNS,
@@ -65,6 +66,7 @@ __all__ = [
     "statistics",
     "triangle",
     "unary",
+    "unique",
     "PATTERNS",
     "InferContext",
     "Op",

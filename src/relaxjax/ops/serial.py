@@ -5,8 +5,8 @@ running position in a one-element local buffer, which ``te.compute`` cannot expr
 These helpers keep such kernels short::
 
     state = Scalars({"pos": "int64"})
-    body = state.init(pos=0) + [loop_nest(x.shape, "i", lambda i: when(x[i] != 0, ...))]
-    kernel = PrimFunc("scan", (x, out), state.allocate(seq(*body)))
+    scan = loop_nest(x.shape, "i", lambda i: when(ne(x[i], 0), state.add("pos", 1)))
+    kernel = PrimFunc("scan", (x, out), state.allocate(seq(state.set("pos", 0), scan, ...)))
 
 The interpreter, the LLVM backend and the schedule rules (which leave such kernels
 unscheduled: correct, serial) all accept them.
