@@ -10,8 +10,9 @@ then keeps the first of each run of equal ones. The tracer records::
 
 - ``sort_permutation``: the stable permutation sorting the elements (or slices,
   compared lexicographically in row-major order) ascending, NaN after every number and
-  ``-0.0`` equal to ``0.0`` (numpy's and jax's order); a heap sort on the pair (value,
-  position), which makes it stable, in one serial kernel (``O(n log n)`` comparisons);
+  ``-0.0`` equal to ``0.0`` (numpy's and jax's order); a bottom-up merge sort in one
+  serial kernel: ``ceil(log2 n)`` sequential passes over the positions, each merging
+  adjacent sorted runs into a scratch buffer and back (``O(n log n)`` comparisons);
 - ``unique_count``: the number of runs of equal values in that order (with
   ``equal_nan``, NaNs are one value; without, each NaN is its own), the size that the
   tracer binds to a fresh symbol (``0 <= k <= n``);
@@ -49,6 +50,8 @@ from relaxjax.ops.index import fill_element
 from relaxjax.ops.kernel import KernelDims, placeholders
 from relaxjax.ops.serial import Scalars, let_index, loop_nest, seq, when
 from relaxjax.tir import (
+    Allocate,
+    Buffer,
     BufferStore,
     For,
     PrimExpr,
@@ -64,13 +67,14 @@ from relaxjax.tir import (
     select,
     te,
 )
+from relaxjax.tir import math as tmath
 from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 Scalar = bool | int | float
 
-#: The most levels a heap of int64-indexed elements has (its sift loop's trip count).
-HEAP_LEVELS = 64
+#: The most merge passes an int64-indexed array needs (widths 1, 2, 4, ... 2**62).
+MERGE_LEVELS = 64
 
 
 # --------------------------------------------------------------------------- attributes
@@ -206,16 +210,8 @@ class _Kernel:
     def __init__(self, x: te.Tensor, slices: _Slices) -> None:
         self.x = x
         self.slices = slices
-        self.state = Scalars(
-            {
-                "cmp": "int64",
-                "less": "int64",
-                "cur": "int64",
-                "child": "int64",
-                "tmp": "int64",
-                "group": "int64",
-            }
-        )
+        names = ("cmp", "less", "group", "width", "flip", "lo", "i", "a_end", "j", "b_end", "end")
+        self.state = Scalars(dict.fromkeys(names, "int64"))
         self._counter = itertools.count()
 
     def name(self, hint: str) -> str:
@@ -235,16 +231,13 @@ class _Kernel:
 
         return seq(state.set("cmp", 0), loop_nest(slices.inner_shape, self.name("c"), visit))
 
-    def less_into(self, p_value: PrimExpr, q_value: PrimExpr) -> object:
-        """``less`` = 1 when slice ``p_value`` sorts before slice ``q_value``, ties broken by
-        position (so the heap sort is stable), else 0."""
+    def before(self, p_value: PrimExpr, q_value: PrimExpr) -> object:
+        """``less`` = 1 when slice ``p_value`` sorts strictly before slice ``q_value``."""
         state = self.state
 
         def with_q(p: arith.Sym, q: arith.Sym) -> object:
-            cmp = state.load("cmp")
-            earlier = logical_or(cmp < 0, logical_and(eq(cmp, 0), as_expr(p) < as_expr(q)))
-            value = select(earlier, as_expr(1, "int64"), as_expr(0, "int64"))
-            return seq(self.compare(p, q, _order), state.set("less", value))
+            earlier = select(state.load("cmp") < 0, as_expr(1, "int64"), as_expr(0, "int64"))
+            return seq(self.compare(p, q, _order), state.set("less", earlier))
 
         return let_index(
             self.name("p"),
@@ -252,49 +245,63 @@ class _Kernel:
             lambda p: let_index(self.name("q"), q_value, lambda q: with_q(p, q)),
         )
 
-    def swap(self, perm, a: PrimExpr, b: PrimExpr) -> object:
+    def merge_pass(self, source, target, count: Dim) -> object:
+        """Merge each pair of adjacent sorted runs of ``width`` positions of ``source`` into
+        ``target``: one serial pass over the output, taking from the left run unless the
+        right one's next slice sorts strictly before (which keeps the sort stable)."""
         state = self.state
-        return seq(
-            state.set("tmp", perm[a]),
-            BufferStore(perm, perm[b], (a,)),
-            BufferStore(perm, state.load("tmp"), (b,)),
+        load = state.load
+        width, total = load("width"), as_expr(count)
+        block = seq(
+            state.set("lo", load("end")),
+            state.set("i", load("lo")),
+            state.set("a_end", tmath.min(load("lo") + width, total)),
+            state.set("j", load("a_end")),
+            state.set("b_end", tmath.min(load("lo") + width * 2, total)),
+            state.set("end", load("b_end")),
         )
 
-    def sift(self, perm, root: object, end: object) -> object:
-        """Move ``perm[root]`` down the max-heap ``perm[:end]`` to its place."""
+        def emit(o: arith.Sym) -> object:
+            i, j = load("i"), load("j")
+            both = logical_and(i < load("a_end"), j < load("b_end"))
+            take_right = logical_or(i >= load("a_end"), eq(load("less"), 1))
+            right = seq(BufferStore(target, source[j], (o,)), state.add("j", 1))
+            left = seq(BufferStore(target, source[i], (o,)), state.add("i", 1))
+            return seq(
+                when(eq(as_expr(o), load("end")), block),
+                state.set("less", 0),
+                when(both, self.before(source[j], source[i])),
+                when(take_right, right, left),
+            )
+
+        o = arith.sym(self.name("o"))
+        return seq(state.set("end", 0), For(o, 0, count, "serial", emit(o)))
+
+    def merge_sort(self, perm, count: Dim) -> object:
+        """``perm`` = the stable sorting permutation of the ``count`` slices: bottom-up
+        merge passes of widths 1, 2, 4, ... between ``perm`` and a scratch buffer."""
         state = self.state
-        cur, child = state.load("cur"), state.load("child")
-        end = as_expr(end)
-        is_less = eq(state.load("less"), 1)
-
-        def level(c: arith.Sym) -> object:
-            c_ = as_expr(c)
-            bigger = when(
-                c_ + 1 < end,
-                seq(
-                    self.less_into(perm[c_], perm[c_ + 1]),
-                    when(is_less, state.set("child", c_ + 1)),
-                ),
-            )
-            down = seq(self.swap(perm, cur, child), state.set("cur", child))
-            return when(
-                c_ < end,
-                seq(
-                    state.set("child", c_),
-                    bigger,
-                    self.less_into(perm[cur], perm[child]),
-                    when(is_less, down, state.set("cur", end)),
-                ),
-            )
-
-        loop = For(
-            arith.sym(self.name("level")),
-            0,
-            HEAP_LEVELS,
-            "serial",
-            let_index(self.name("c"), cur * 2 + 1, level),
+        scratch = Buffer("scratch", (count,), "int64", scope="local")
+        i, k, level = (arith.sym(self.name(h)) for h in ("i", "k", "level"))
+        forward = self.merge_pass(perm, scratch, count)
+        backward = self.merge_pass(scratch, perm, count)
+        flipped = eq(state.load("flip"), 1)
+        step = when(
+            state.load("width") < as_expr(count),
+            seq(
+                when(flipped, backward, forward),
+                state.set("flip", as_expr(1, "int64") - state.load("flip")),
+                state.set("width", state.load("width") * 2),
+            ),
         )
-        return seq(state.set("cur", root), loop)
+        body = seq(
+            For(i, 0, count, "serial", BufferStore(perm, as_expr(i), (i,))),
+            state.set("width", 1),
+            state.set("flip", 0),
+            For(level, 0, MERGE_LEVELS, "serial", step),
+            when(flipped, For(k, 0, count, "serial", BufferStore(perm, scratch[k], (k,)))),
+        )
+        return Allocate(scratch, body)
 
     def starts_group(self, perm, j: arith.Sym, equal_nan: bool, body) -> object:
         """``body(p)`` for sorted position ``j`` holding slice ``p``, with ``cmp != 0`` when
@@ -369,29 +376,14 @@ class SortPermutation(Op):
         return _reference_perm(x, _axis_of(attrs, x.ndim))
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
-        """A heap sort of the positions ``0 .. n - 1`` by (slice, position)."""
+        """A bottom-up merge sort of the positions ``0 .. n - 1`` (stable)."""
         dims = KernelDims()
         (x,) = placeholders(dims, arg_infos[:1], ("x",))
         slices = _Slices(tuple(x.shape), None if attrs.axis is None else attrs.axis % x.ndim)
-        count = slices.count
-        perm = te.placeholder((count,), "int64", "perm").buffer
+        perm = te.placeholder((slices.count,), "int64", "perm").buffer
         kernel = _Kernel(x, slices)
-        i, s, t = (arith.sym(kernel.name(h)) for h in ("i", "s", "t"))
-        half = count // 2
-        fill = For(i, 0, count, "serial", BufferStore(perm, as_expr(i), (i,)))
-        heapify = For(s, 0, half, "serial", kernel.sift(perm, as_expr(half - 1 - s), count))
-
-        def extract(last: arith.Sym) -> object:
-            zero = as_expr(0, "int64")
-            return when(
-                as_expr(last) > 0,
-                seq(kernel.swap(perm, zero, as_expr(last)), kernel.sift(perm, 0, last)),
-            )
-
-        drain = For(
-            t, 0, count, "serial", let_index(kernel.name("last"), as_expr(count - 1 - t), extract)
-        )
-        return kernel.finish(self.name, (x.buffer, perm), seq(fill, heapify, drain), 1)
+        body = kernel.merge_sort(perm, slices.count)
+        return kernel.finish(self.name, (x.buffer, perm), body, 1)
 
 
 @register
@@ -603,7 +595,9 @@ class Unique(Op):
         pads = [pad_values(t)]
         if "index" in named:
             first = perm.buffer[as_expr(0, "int64")]
-            value = first if nonempty else if_then_else(as_expr(count) > 0, first, as_expr(0, "int64"))
+            value = (
+                first if nonempty else if_then_else(as_expr(count) > 0, first, as_expr(0, "int64"))
+            )
             pads.append(BufferStore(named["index"], value, (t,)))
         if "counts" in named:
             pads.append(BufferStore(named["counts"], as_expr(0, "int64"), (t,)))
