@@ -12,6 +12,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import relaxjax as relax
 import relaxjax.numpy as rnp
@@ -422,3 +424,48 @@ def test_refused_forms_and_bad_arguments():
         rnp.compress(np.array([True, False, True]), np.ones(2))
     with pytest.raises(TraceError, match=r"nonzero needs the rank of its argument"):
         relax.eval_shape(lambda x: rnp.nonzero(x), relax.Tensor(dtype="float32"))
+
+
+# -- the sort kernel ---------------------------------------------------------------------------
+
+_SORT_KERNELS: dict = {}
+
+
+def _sort_kernel(dtype: str, ndim: int, axis):
+    from relaxjax.backends import build
+    from relaxjax.ir import TensorInfo
+    from relaxjax.ops.unique import SortAttrs
+
+    key = (dtype, ndim, axis)
+    if key not in _SORT_KERNELS:
+        info = TensorInfo(DIMS[:ndim], dtype)
+        op, attrs = ops.get("sort_permutation"), SortAttrs(axis)
+        func = op.lower([info], attrs, op.deduce([info], attrs)[0])
+        _SORT_KERNELS[key] = (func, build(func))
+    return _SORT_KERNELS[key]
+
+
+values = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.nan, np.inf, -np.inf])
+
+
+@given(st.lists(values, max_size=40))
+def test_sort_permutation_is_numpys_stable_order(items):
+    from relaxjax.tir import interpreter
+
+    x = np.array(items, np.float64)
+    func, kernel = _sort_kernel("float64", 1, None)
+    expected = np.argsort(x, kind="stable")
+    native, interpreted = np.empty(len(x), np.int64), np.empty(len(x), np.int64)
+    kernel(x, native)
+    interpreter.run(func, x, interpreted)
+    np.testing.assert_array_equal(native, expected)
+    np.testing.assert_array_equal(interpreted, expected)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), max_size=30))
+def test_sort_permutation_of_rows_is_lexicographic_and_stable(rows):
+    x = np.array(rows, np.int32).reshape(-1, 2)
+    _, kernel = _sort_kernel("int32", 2, 0)
+    native = np.empty(len(x), np.int64)
+    kernel(x, native)
+    np.testing.assert_array_equal(native, np.lexsort(x.T[::-1]))
