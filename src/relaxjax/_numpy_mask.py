@@ -56,8 +56,6 @@ def _shape(x: object) -> tuple[Dim, ...]:
 def count_size(mask: object, bound: Dim) -> Dim:
     """The number of nonzero entries of ``mask``: an int when ``mask`` is known (eager,
     or a numpy constant while tracing), else a fresh symbol ``0 <= k <= bound``."""
-    if not isinstance(mask, Tracer):
-        return int(np.count_nonzero(np.asarray(mask)))
     return data_dependent_size("nonzero_count", (mask,), None, bound)
 
 

@@ -469,3 +469,39 @@ def test_sort_permutation_of_rows_is_lexicographic_and_stable(rows):
     native = np.empty(len(x), np.int64)
     kernel(x, native)
     np.testing.assert_array_equal(native, np.lexsort(x.T[::-1]))
+
+
+def test_tutorial_data_dependent_shapes():
+    """docs/tutorial.md, section "Data-dependent shapes"."""
+
+    @relax.jit
+    def positive_rows(x: relax.Tensor(("n", 4), "float32")):
+        rows = x[x[:, 0] > 0]
+        return rows * 2.0, rows[: x.shape[0]].sum(axis=0)
+
+    assert str(relax.eval_shape(positive_rows)) == (
+        '(Tensor((k0, 4), "float32"), Tensor((4,), "float32"))'
+    )
+    k = relax.eval_shape(positive_rows)[0].shape[0]
+    assert f"{k} {k.lower} {k.upper}" == "k0 0 n"
+    text = str(positive_rows.trace())
+    assert text.startswith('@function(bounds={"k0": (0, n)})')
+    for line in (
+        'lv2: Prim("int64") = nonzero_count(lv1)',
+        'lv3: Prim("int64", value=k0) = match_cast(lv2, Prim("int64", value=k0))',
+        'lv4: Tensor((k0,), "int64") = flatnonzero(lv1, size=k0, fill_value=(), dtype="int64")',
+        'lv5: Tensor((k0, 4), "float32") = take(x, lv4, axis=0, mode="index", fill_value=None)',
+    ):
+        assert line in text, line
+    x = np.array([[1, 2, 3, 4], [-1, 0, 0, 0], [5, 6, 7, 8]], np.float32)
+    doubled, total = positive_rows(x)
+    np.testing.assert_array_equal(doubled, [[2, 4, 6, 8], [10, 12, 14, 16]])
+    np.testing.assert_array_equal(total, [6, 8, 10, 12])
+    assert positive_rows(np.zeros((0, 4), np.float32))[0].shape == (0, 4)
+    assert positive_rows.cache_size() == 1
+    counted = relax.eval_shape(
+        lambda v: rnp.unique(v, return_counts=True), relax.Tensor(("n",), "int32")
+    )
+    assert str(counted) == '(Tensor((k0,), "int32"), Tensor((k0,), "int64"))'
+    (padded,) = rnp.nonzero(np.array([0, 3, 0, 5]), size=3, fill_value=-1)
+    np.testing.assert_array_equal(padded, [1, 3, -1])

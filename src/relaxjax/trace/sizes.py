@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from relaxjax import arith
+from relaxjax import arith, ops
 from relaxjax.ir import PrimInfo
 from relaxjax.trace.context import current
 from relaxjax.trace.source import user_location
@@ -32,8 +32,10 @@ def data_dependent_size(
     op_name: str, args: Sequence[object], attrs: object, bound: arith.Dim, hint: str = "k"
 ) -> arith.Dim:
     """The count ``op_name(*args)`` computes, as a fresh symbol ``0 <= k <= bound`` while
-    tracing (an int when evaluating eagerly)."""
+    tracing (an int when evaluating eagerly, or when no operand is traced: constants)."""
     trace = current()
+    if trace is not None and not any(isinstance(a, Tracer) for a in args):
+        return int(np.asarray(ops.get(op_name).reference(*args, attrs=attrs)))  # known now
     key = None
     if trace is not None and all(isinstance(a, Tracer) for a in args):
         key = (op_name, tuple(a.ir_var for a in args), attrs)  # type: ignore[union-attr]
