@@ -303,6 +303,13 @@ def test_eval_shape_shows_fresh_symbols_with_bounds():
     assert str(rows) == 'Tensor((n, 3), "float32")'  # a numpy mask: a static size, as jax
     counted = relax.eval_shape(lambda x: rnp.count_nonzero(x, axis=1, keepdims=True), spec)
     assert str(counted) == 'Tensor((n, 1), "int64")'
+    assert str(relax.eval_shape(lambda x: rnp.flatnonzero(x), spec)) == 'Tensor((k0,), "int64")'
+    where = relax.eval_shape(lambda x: rnp.where(x > 0), spec)
+    assert str(where) == '(Tensor((k0,), "int64"), Tensor((k0,), "int64"))'
+    kept = relax.eval_shape(lambda x: rnp.compress(x[:, 0] > 0, x, axis=0), spec)
+    assert str(kept) == 'Tensor((k0, 4), "float32")' and kept.shape[0].upper == arith.sym("n")
+    flat = relax.eval_shape(lambda x: rnp.compress(x.reshape(-1) > 0, x), spec)
+    assert str(flat) == 'Tensor((k0,), "float32")'
 
 
 def test_bounds_flow_into_later_deductions():
@@ -343,6 +350,17 @@ def test_printed_ir_binds_the_symbol_and_round_trips():
     lowered = f.lower()
     verify(lowered)
     assert "nonzero_count" in str(lowered)
+
+    @relax.jit
+    def g(x: relax.Tensor(("n", 3), "int32")):
+        return rnp.unique(x, return_counts=True, axis=0), rnp.unique(x, size=2, fill_value=7)
+
+    mod = g.trace()
+    verify(mod)
+    text = module_to_text(mod, locations=False)
+    assert "unique(x, lv0, size=k0, axis=0" in text and "size=2, axis=None" in text
+    again = parse_module(text, ops.registry())
+    assert again == mod and module_to_text(again, locations=False) == text
 
 
 # -- mixed with later ops and memory ---------------------------------------------------------

@@ -27,34 +27,35 @@ __all__ = ["Scalars", "loop_nest", "let_index", "seq", "when"]
 
 class Scalars:
     """Named one-element local buffers (``state["pos"]`` is the buffer, ``state.load("pos")``
-    its value), allocated around a kernel body by :meth:`allocate`."""
+    its value), allocated around a kernel body by :meth:`allocate` (those used)."""
 
     def __init__(self, names: dict[str, str]) -> None:
-        self.buffers = {
-            name: Buffer(name, (1,), dtype, scope="local") for name, dtype in names.items()
-        }
+        self.buffers = {n: Buffer(n, (1,), dtype, scope="local") for n, dtype in names.items()}
+        self._used: set[str] = set()
 
     def __getitem__(self, name: str) -> Buffer:
+        self._used.add(name)
         return self.buffers[name]
 
     def load(self, name: str) -> PrimExpr:
         """The current value of ``name``."""
-        return self.buffers[name][0]
+        return self[name][0]
 
     def set(self, name: str, value: object) -> Stmt:
         """``name = value``."""
-        buffer = self.buffers[name]
+        buffer = self[name]
         return BufferStore(buffer, as_expr(value, buffer.dtype), (0,))
 
     def add(self, name: str, value: object) -> Stmt:
         """``name += value``."""
-        buffer = self.buffers[name]
+        buffer = self[name]
         return BufferStore(buffer, buffer[0] + as_expr(value, buffer.dtype), (0,))
 
     def allocate(self, body: Stmt) -> Stmt:
-        """``body`` inside the allocation of every scalar."""
-        for buffer in reversed(list(self.buffers.values())):
-            body = Allocate(buffer, body)
+        """``body`` inside the allocation of every scalar it uses."""
+        for name, buffer in reversed(list(self.buffers.items())):
+            if name in self._used:
+                body = Allocate(buffer, body)
         return body
 
 
