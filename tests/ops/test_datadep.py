@@ -523,3 +523,12 @@ def test_tutorial_data_dependent_shapes():
     assert str(counted) == '(Tensor((k0,), "int32"), Tensor((k0,), "int64"))'
     (padded,) = rnp.nonzero(np.array([0, 3, 0, 5]), size=3, fill_value=-1)
     np.testing.assert_array_equal(padded, [1, 3, -1])
+
+
+def test_docstring_examples():
+    import doctest
+
+    import relaxjax._numpy_datadep as module
+
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
