@@ -224,17 +224,19 @@ def logical_not(x, /):
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` is true, else ``y``, all broadcast (``jnp.where``).
 
-    The one-argument form (the indices of nonzero elements, with ``size`` and
-    ``fill_value``) has a data-dependent shape and is not supported.
+    ``where(condition)`` alone is ``nonzero(condition, size=size, fill_value=fill_value)``:
+    one index array per axis, of a data-dependent length without ``size``.
     """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)  # noqa: F405 - below
+    if x is None or y is None:
+        raise ValueError(
+            "Either both or neither of the x and y arguments should be provided to "
+            f"jax.numpy.where, got {x}, {y}."
+        )
     if size is not None or fill_value is not None:
         raise ValueError(
-            "where: size and fill_value arguments cannot be used in three-term where function"
-        )
-    if x is None or y is None:
-        raise TypeError(
-            "where: pass both x and y; where(condition) has a data-dependent shape "
-            "and is not supported"
+            "size and fill_value arguments cannot be used in three-term where function."
         )
     return emit("where", (condition, x, y))
 
@@ -410,10 +412,13 @@ __all__ = [
     "zeros_like",
 ]
 
-# The reduction, linear-algebra, shape and indexing wrappers live in their own modules.
+# The reduction, linear-algebra, shape, indexing and data-dependent wrappers live in their
+# own modules.
+from relaxjax._numpy_datadep import *  # noqa: E402, F403
+from relaxjax._numpy_datadep import __all__ as _datadep_names  # noqa: E402
 from relaxjax._numpy_reduction import *  # noqa: E402, F403
 from relaxjax._numpy_reduction import __all__ as _reduction_names  # noqa: E402
 from relaxjax._numpy_shape import *  # noqa: E402, F403
 from relaxjax._numpy_shape import __all__ as _shape_names  # noqa: E402
 
-__all__ += list(_reduction_names) + list(_shape_names)
+__all__ += list(_reduction_names) + list(_shape_names) + list(_datadep_names)

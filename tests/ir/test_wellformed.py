@@ -85,6 +85,30 @@ def test_symbol_defined_by_match_cast_only_after_it():
     verify(_module([x], [BindingBlock(blocks[0].bindings[1:])], cast, TensorInfo(ndim=2)))
 
 
+def test_symbol_defined_in_a_symbolic_bound():
+    # k0 <= m * 4: m must be defined before the match_cast that defines k0
+    x = Var("x", T_N)
+    k0 = arith.sym("k0", upper=m * 4)
+    cast = Var("cast", TensorInfo((k0, 4)))
+    blocks = [BindingBlock([MatchCast(cast, x, TensorInfo((k0, 4)))])]
+    _fails(
+        _module([x], blocks, cast, TensorInfo(ndim=2)),
+        'symbol-defined: function main, binding cast: Tensor((k0, 4), "float32") = '
+        'match_cast(x, Tensor((k0, 4), "float32")): symbol m in the bound k0 <= m * 4 is not '
+        "defined by a parameter or an earlier match_cast",
+    )
+    k1 = arith.sym("k1", upper=n * 4)
+    good = Var("good", TensorInfo((k1, 4)))
+    verify(
+        _module(
+            [x],
+            [BindingBlock([MatchCast(good, x, TensorInfo((k1, 4)))])],
+            good,
+            TensorInfo(ndim=2),
+        )
+    )
+
+
 def test_symbol_defined_in_ret_info():
     x = Var("x", T_N)
     cast = Var("cast", TensorInfo((p, 4)))

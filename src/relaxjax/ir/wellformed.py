@@ -3,7 +3,8 @@
 Rules (the name starts the message, followed by the function and the binding):
 
 - ``symbol-defined``: every symbol is defined before use, by a parameter dim or a
-  ``match_cast`` dim that is exactly that symbol.
+  ``match_cast`` dim that is exactly that symbol (also the symbols of a symbolic upper
+  bound, ``k <= n * 4``, when ``k`` is defined).
 - ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
 - ``var-defined``: every var is defined before it is used.
 - ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
@@ -147,7 +148,18 @@ class _FunctionChecker:
     def match_cast(self, binding: MatchCast) -> None:
         self.operand(binding.value)
         new = {s.name for s in free_symbols(binding.info)} - self.symbols
-        self.symbols |= new & {s.name for s in defining_symbols(binding.info)}
+        defined = [s for s in defining_symbols(binding.info) if s.name in new]
+        for symbol in defined:  # a symbolic bound (k <= n * 4) uses symbols defined before
+            if not isinstance(symbol.upper, arith.Expr):
+                continue
+            for used in sorted(arith.free_symbols(symbol.upper), key=lambda s: s.name):
+                if used.name not in self.symbols:
+                    self.fail(
+                        "symbol-defined",
+                        f"symbol {used.name} in the bound {symbol.name} <= {symbol.upper} is not "
+                        "defined by a parameter or an earlier match_cast",
+                    )
+        self.symbols |= {s.name for s in defined}
         self.use_symbols(free_symbols(binding.info))
         if binding.var.info != binding.info:
             self.fail(

@@ -240,31 +240,45 @@ class ParamCode:
 
     def _emit_ranges(self) -> None:
         for symbol, where, from_shape in self._range_checked:
-            emit_range_check(self.writer, symbol, self.symbols.local(symbol), where, from_shape)
+            local = self.symbols.local(symbol)
+            emit_range_check(self.writer, symbol, local, where, from_shape, self.symbols.code)
 
 
 def emit_range_check(
-    writer: SourceWriter, symbol: Sym, local: str, where: str, from_shape: bool
+    writer: SourceWriter,
+    symbol: Sym,
+    local: str,
+    where: str,
+    from_shape: bool,
+    code: Callable[[arith.Dim], str] | None = None,
 ) -> None:
     """Check a freshly bound symbol against its declared bounds (``sym(lower=, upper=)``).
 
     A size read from a shape is never negative, so the default lower bound 0 needs no
-    check there; a value read from a scalar does.
+    check there; a value read from a scalar does. A symbolic upper bound (``k <= n``) is
+    computed with ``code`` (source of a dim over the symbols bound so far).
     """
     conditions = []
     if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
         conditions.append(f"{local} < {symbol.lower}")
-    if symbol.upper is not None:
+    limit = None
+    if isinstance(symbol.upper, arith.Expr):
+        if code is None:
+            raise LoweringError(f"the symbolic bound {symbol.name} <= {symbol.upper} needs code")
+        limit = code(symbol.upper)
+        conditions.append(f"{local} > {limit}")
+    elif symbol.upper is not None:
         conditions.append(f"{local} > {symbol.upper}")
     if not conditions:
         return
 
-    def range_error(value: int) -> Exception:
-        return messages.symbol_out_of_range(symbol, value, where)
+    def range_error(value: int, upper: int | None = None) -> Exception:
+        return messages.symbol_out_of_range(symbol, value, where, upper)
 
     helper = writer.constant(range_error, "range")
     writer.line(f"if {' or '.join(conditions)}:")
-    writer.line(f"raise {helper}({local})", 2)
+    arguments = local if limit is None else f"{local}, {limit}"
+    writer.line(f"raise {helper}({arguments})", 2)
 
 
 def emit_arguments(

@@ -41,6 +41,7 @@ holding the symbols, so a call performs no IR walks and no lookups.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -473,20 +474,8 @@ class ProgramWriter:
     def _emit_range(self, symbol: Sym, local: str, where: str, from_shape: bool) -> None:
         """Check a freshly bound symbol against its declared bounds; a symbolic upper
         bound (``0 <= k <= n * 4``) is computed from the symbols bound before it."""
-        if not isinstance(symbol.upper, arith.Expr):
-            emit_range_check(self.writer, symbol, local, where, from_shape)
-            return
-        limit = self.symbols.code(symbol.upper, f"the upper bound of {symbol.name}")
-        conditions = [f"{local} > {limit}"]
-        if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
-            conditions.insert(0, f"{local} < {symbol.lower}")
-
-        def range_error(value: int, upper: int) -> ShapeError:
-            return messages.symbol_out_of_range(symbol, value, where, upper)
-
-        helper = self.writer.constant(range_error, "range")
-        self.writer.line(f"if {' or '.join(conditions)}:")
-        self.writer.line(f"raise {helper}({local}, {limit})", 2)
+        code = functools.partial(self.symbols.code, what=f"the upper bound of {symbol.name}")
+        emit_range_check(self.writer, symbol, local, where, from_shape, code)
 
     def _emit_match_check(
         self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None

@@ -101,3 +101,11 @@ class ArrayMethods:
     def clip(self, *args: object, **kwargs: object) -> Tracer:
         """``relaxjax.numpy.clip(x, ...)``."""
         return _rnp().clip(self, *args, **kwargs)
+
+    def nonzero(self, *, size: object = None, fill_value: object = None) -> tuple:
+        """``relaxjax.numpy.nonzero(x, size=..., fill_value=...)``."""
+        return _rnp().nonzero(self, size=size, fill_value=fill_value)
+
+    def compress(self, condition: object, axis: int | None = None, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.compress(condition, x, axis, ...)``."""
+        return _rnp().compress(condition, self, axis, **kwargs)
