@@ -177,14 +177,23 @@ def test_match_cast_errors():
     )
 
 
-def test_parameter_symbols_must_be_bindable():
-    x = _tensor("x", n * 2)
-    with pytest.raises(TraceError) as info, BlockBuilder().function("main", [x]):
-        pass
-    assert info.value.message == (
-        'function main: symbol n in parameter x: Tensor((n * 2,), "float32") does not appear '
-        "alone as a dimension of any parameter, so no argument can bind it"
-    )
+def test_parameters_declare_every_symbol_they_mention():
+    bounded = arith.sym("n", lower=1, upper=8)
+    x, y = _tensor("x", bounded * 2), _tensor("y", n + m, k * m)
+    bb = BlockBuilder()
+    with bb.function("main", [x, y]):
+        assert {name: (s.lower, s.upper) for name, s in bb.symbols.items()} == {
+            "n": (1, 8),
+            "m": (0, None),
+            "k": (0, None),
+        }
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(Call(relu, [y])))
+        bb.emit_func_output(gv)
+    mod = bb.finalize()
+    verify(mod)
+    assert mod["main"].ret_info == TensorInfo((n + m, k * m))
+    assert structural_equal(parse_module(str(mod), OPS), mod)
 
 
 def test_scope_errors():

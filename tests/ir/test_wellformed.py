@@ -63,11 +63,18 @@ def test_symbol_defined_in_a_binding():
     assert isinstance(error.nodes[0], Binding)
 
 
-def test_symbol_defined_in_a_parameter():
-    x = Var("x", TensorInfo((n * 2,)))
+def test_parameters_define_every_symbol_they_mention():
+    x = Var("x", TensorInfo((n * 2, m * p + 1)))
+    lv = Var("lv", TensorInfo((n * 2, m * p + 1)))
+    q = Var("q", PrimValue(n).info)
+    blocks = [BindingBlock([Binding(lv, Call(relu, [x], None, lv.info)), Binding(q, PrimValue(n))])]
+    verify(_module([x], blocks, lv))
+    # a match_cast still binds only symbols standing alone as dims
+    y, cast = Var("y", TensorInfo((4,))), Var("cast", TensorInfo((n * 2,)))
     _fails(
-        _module([x], [], x),
-        'symbol-defined: function main, parameter x: Tensor((n * 2,), "float32"): '
+        _module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=1)),
+        'symbol-defined: function main, binding cast: Tensor((n * 2,), "float32") = '
+        'match_cast(y, Tensor((n * 2,), "float32")): '
         "symbol n is used but not defined by a parameter or match_cast",
     )
 

@@ -23,6 +23,7 @@ from relaxjax.arith.compare import (
 )
 from relaxjax.arith.extremum import max_, min_
 from relaxjax.arith.parse import parse_dim
+from relaxjax.arith.solve import linear_in
 from relaxjax.arith.subst import evaluate, free_symbols, subs
 from relaxjax.arith.symbols import sym, syms
 
@@ -42,6 +43,7 @@ __all__ = [
     "evaluate",
     "floordiv",
     "free_symbols",
+    "linear_in",
     "max_",
     "min_",
     "mod",

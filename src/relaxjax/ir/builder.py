@@ -381,19 +381,19 @@ def _uses_dataflow_var(expr: Expr) -> bool:
 
 
 def _param_symbols(name: str, params: Sequence[Var]) -> dict[str, Sym]:
-    """The symbols the parameters define; raises if a parameter uses one it cannot bind."""
+    """The symbols the parameters declare: every symbol any of them mentions.
+
+    A dim need not name its symbol alone (``x: (n * 2,)``): the runtime solves the
+    symbols from the arguments' sizes (see ``runtime.solve``), and the trace needs no
+    values at all.
+    """
     for param in params:
         if not isinstance(param, Var) or isinstance(param, DataflowVar):
             raise TypeError(f"function parameters must be (non-dataflow) Vars, got {param!r}")
-    defined = {s.name: s for p in params for s in defining_symbols(p.info)}
+    defined: dict[str, Sym] = {}
     for param in params:
         for symbol in sorted(free_symbols(param.info), key=lambda s: s.name):
-            if symbol.name not in defined:
-                raise TraceError(
-                    f"function {name}: symbol {symbol.name} in parameter {param.name_hint}: "
-                    f"{param.info!r} does not appear alone as a dimension of any parameter, "
-                    "so no argument can bind it"
-                )
+            defined.setdefault(symbol.name, symbol)
     return defined
 
 

@@ -433,3 +433,10 @@ def restrict_symbols(info: StructInfo, defined: Iterable[Sym]) -> StructInfo:
     if isinstance(info, TupleInfo):
         return TupleInfo(restrict_symbols(f, defined) for f in info.fields)
     return info
+
+
+def is_dim_value(info: StructInfo) -> bool:
+    """A scalar that *is* a dim: ``PrimInfo("int64", value=m)``, the parameter a symbolic
+    scalar (``m: relax.sym("m")``) becomes. A traced function sees the dim itself; the
+    runtime takes any Python or numpy integer for it."""
+    return isinstance(info, PrimInfo) and info.dtype == "int64" and info.value is not None

@@ -2,8 +2,9 @@
 
 Rules (the name starts the message, followed by the function and the binding):
 
-- ``symbol-defined``: every symbol is defined before use, by a parameter dim or a
-  ``match_cast`` dim that is exactly that symbol.
+- ``symbol-defined``: every symbol is defined before use, by a parameter (every symbol
+  a parameter's info mentions, whatever the expression) or a ``match_cast`` dim that is
+  exactly that symbol.
 - ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
 - ``var-defined``: every var is defined before it is used.
 - ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
@@ -81,11 +82,8 @@ class _FunctionChecker:
         for param in self.func.params:
             self.define_var(param)
         for param in self.func.params:
-            self.symbols |= {s.name for s in defining_symbols(param.info)}
+            self.symbols |= {s.name for s in free_symbols(param.info)}
         param_symbols = set(self.symbols)
-        for param in self.func.params:
-            self.where = f"parameter {self.printer.namer(param)}: {param.info!r}"
-            self.use_symbols(free_symbols(param.info))
         for block in self.func.body.blocks:
             self.block(block)
         body = self.func.body.body

@@ -20,6 +20,8 @@ __all__ = [
     "dim_mismatch",
     "expected_text",
     "failed_check",
+    "no_solution",
+    "range_text",
     "rank_mismatch",
     "shape_text",
     "symbol_out_of_range",
@@ -94,6 +96,40 @@ def dim_mismatch(
     symbols = sorted(s.name for s in arith.free_symbols(expected))
     origins = ", ".join(_symbol_origin(s, env, sites) for s in symbols)
     return ShapeError(f"{what} axis {axis}: expected {expected} = {value} ({origins}), got {got}")
+
+
+def range_text(symbol: Sym) -> str:
+    """The values a symbol may take: ``n >= 0``, ``1 <= n <= 8``, ``n <= 8``, ``n``."""
+    name, lower, upper = symbol.name, symbol.lower, symbol.upper
+    if lower is not None and upper is not None:
+        return f"{lower} <= {name} <= {upper}"
+    if lower is not None:
+        return f"{name} >= {lower}"
+    return name if upper is None else f"{name} <= {upper}"
+
+
+def no_solution(
+    where: str,
+    dim: Dim,
+    symbol: Sym,
+    got: int,
+    env: Mapping[str, int],
+    sites: Mapping[str, BindingSite],
+) -> ShapeError:
+    """A size that fits no value of the symbol it determines::
+
+    argument 'x' axis 0: expected n * 2, got 7, which is not n * 2 for any integer n >= 0
+    argument 'x' axis 0: expected m + n, got 2, which is not m + n for any integer n >= 0
+    given m = 5 (bound by argument 'y' axis 0)
+    """
+    text = f"{where}: expected {dim}, got {got}, which is not {dim} for any integer "
+    text += range_text(symbol)
+    others = sorted(s.name for s in arith.free_symbols(dim) if s.name != symbol.name)
+    if others:
+        given = ", ".join(f"{s} = {env[s]}" for s in others)
+        origins = "; ".join(f"{s} bound by {sites[s].where}" for s in others if s in sites)
+        text += f" given {given}" + (f" ({origins})" if origins else "")
+    return ShapeError(text)
 
 
 def symbol_out_of_range(symbol: Sym, value: int, where: str) -> ShapeError:

@@ -52,6 +52,7 @@ from relaxjax.ir import (
     Var,
 )
 from relaxjax.passes.legalize import LegalizedAttrs
+from relaxjax.passes.walk import used_vars
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
 from relaxjax.runtime.env import SymbolTable
@@ -126,7 +127,14 @@ class ProgramWriter:
     def write(self) -> Callable[..., tuple]:
         """Generate and compile the executable's function."""
         params = [f"a{i}" for i in range(len(self.function.params))]
-        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
+        values = emit_arguments(
+            self.writer,
+            self.function.params,
+            params,
+            self.symbols,
+            self.function.name,
+            _used_vars(self.function),
+        )
         for param, value in zip(self.function.params, values):
             self.values[param] = value
         for block in self.function.body.blocks:
@@ -489,6 +497,15 @@ class ProgramWriter:
             else:  # an argument or a constant returned as is: the caller gets a copy
                 refs.append(f"{current.ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
+
+
+def _used_vars(function: Function) -> set[Var]:
+    """The variables the function's bindings and return value read."""
+    used = set(used_vars(function.body.body))
+    for block in function.body.blocks:
+        for binding in block.bindings:
+            used.update(used_vars(binding.value))
+    return used
 
 
 def _restructure(info: StructInfo, leaves) -> object:

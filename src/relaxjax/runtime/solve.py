@@ -1,0 +1,134 @@
+"""Which argument size determines which symbol: the plan the argument code follows.
+
+Every dim of a parameter is a *size fact*: the size given for that axis (or the value
+given for a scalar parameter) must equal the dim. A fact whose dim is linear in the
+one symbol it leaves unknown (``a * n + b``, ``a`` a non-zero int, ``b`` over symbols
+already known) *solves* that symbol: ``n = (size - b) / a``, which must be an integer
+within the symbol's declared bounds. Solved symbols make more facts solvable, so the
+plan repeats until nothing changes; the facts left over are checks. All of it is
+decided when the executable is built, in a fixed order (facts in parameter order,
+then axis order; the first solvable fact first), so the generated code is straight
+line::
+
+    x: Tensor((n * 2,), "float32"), y: Tensor((n + m,), "float32")
+    -> solve n from x axis 0 (n * 2), then m from y axis 0 (m + n); no checks left
+
+A symbol that no fact determines (``n * m`` alone, ``n // 2``, ``n * n``) is
+*undetermined*: no call can give it a value, and :func:`undetermined_error` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from relaxjax import arith
+from relaxjax.arith import Dim, Sym
+from relaxjax.errors import ShapeError
+from relaxjax.ir import PrimInfo, TensorInfo, Var
+
+__all__ = ["SizeFact", "Solution", "SolvePlan", "plan_solutions", "size_facts"]
+
+
+@dataclass(frozen=True, slots=True)
+class SizeFact:
+    """The size of ``param``'s axis ``axis`` (the value of a scalar parameter when
+    ``axis`` is None) must equal ``dim``; ``where`` names it for users."""
+
+    param: int
+    axis: int | None
+    dim: Dim
+    where: str
+
+    @property
+    def from_shape(self) -> bool:
+        """Sizes read from a shape are never negative; scalar values may be."""
+        return self.axis is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """``symbol = (size - rest) / coeff`` from the size given for ``fact``."""
+
+    symbol: Sym
+    fact: SizeFact
+    coeff: int
+    rest: Dim
+
+
+@dataclass(frozen=True, slots=True)
+class SolvePlan:
+    """The solutions in the order to compute them, the facts left to check, and the
+    symbols nothing determines (sorted by name)."""
+
+    solutions: tuple[Solution, ...]
+    checks: tuple[SizeFact, ...]
+    undetermined: tuple[Sym, ...]
+
+
+def size_facts(params: Sequence[Var]) -> list[SizeFact]:
+    """Every dim of every parameter (tensor axes and scalar values), in order."""
+    facts: list[SizeFact] = []
+    for index, param in enumerate(params):
+        what = f"argument '{param.name_hint}'"
+        info = param.info
+        if isinstance(info, TensorInfo) and info.shape is not None:
+            facts.extend(
+                SizeFact(index, axis, dim, f"{what} axis {axis}")
+                for axis, dim in enumerate(info.shape)
+            )
+        elif isinstance(info, PrimInfo) and info.value is not None:
+            facts.append(SizeFact(index, None, info.value, what))
+    return facts
+
+
+def _solution(fact: SizeFact, known: Collection[str]) -> Solution | None:
+    unknown = [s for s in arith.free_symbols(fact.dim) if s.name not in known]
+    if len(unknown) != 1:
+        return None
+    linear = arith.linear_in(fact.dim, unknown[0])
+    if linear is None:
+        return None
+    return Solution(unknown[0], fact, *linear)
+
+
+def plan_solutions(facts: Sequence[SizeFact], known: Collection[str] = ()) -> SolvePlan:
+    """Solve what ``facts`` determine, given the symbols ``known`` already (by name)."""
+    known = set(known)
+    pending = list(facts)
+    solutions: list[Solution] = []
+    progress = True
+    while progress:
+        progress = False
+        for fact in pending:
+            solution = _solution(fact, known)
+            if solution is not None:
+                solutions.append(solution)
+                known.add(solution.symbol.name)
+                pending.remove(fact)
+                progress = True
+                break  # the earliest fact that a new value makes solvable goes first
+    left = {s.name: s for f in pending for s in arith.free_symbols(f.dim) if s.name not in known}
+    undetermined = tuple(left[name] for name in sorted(left))
+    return SolvePlan(tuple(solutions), tuple(pending), undetermined)
+
+
+def undetermined_error(function: str, plan: SolvePlan) -> ShapeError:
+    """No argument can give these symbols a value: what to do about it."""
+    names = [s.name for s in plan.undetermined]
+    symbols = f"symbol {names[0]}" if len(names) == 1 else f"symbols {', '.join(names)}"
+    places = [
+        f"{fact.where}: {fact.dim}"
+        for fact in plan.checks
+        if any(s.name in names for s in arith.free_symbols(fact.dim))
+    ]
+    example = names[0]
+    return ShapeError(
+        f"function {function}: no argument determines the {symbols} (used only in "
+        f"{'; '.join(places)}). A size determines a symbol when its dim is the symbol alone "
+        f"or linear in it (like {example} * 2 + 1) once the dim's other symbols are known; "
+        "products of unknown symbols, //, %, min and max are not solved. Give each such "
+        f"symbol a parameter axis of its own (just {example}), make it a symbolic scalar "
+        f'parameter ({example}: relax.sym("{example}")), or declare the axis as one new '
+        "symbol and relate it to the others with relax.match_cast inside the function"
+    )
