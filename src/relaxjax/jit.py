@@ -140,8 +140,9 @@ class Jitted:
     # -- running ----------------------------------------------------------------------------
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        if TRACE_STACK:
-            return self.fn(*args, **kwargs)  # inside another trace: inline
+        if TRACE_STACK:  # inside another trace: inline
+            self._signature.check_inline_dims(args, kwargs)
+            return self.fn(*args, **kwargs)
         fast_key = None if kwargs else self._fast_path.key(args)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is None:

@@ -296,6 +296,19 @@ class ParamCode:
         sites = {name: self.symbols.site(name) for name in names}
         env = self.symbols.env_code()
         rest = "" if solution.rest == 0 else f"({self.symbols.code(solution.rest)})"
+        if not isinstance(coeff, int):  # known by now, but 0 would determine nothing
+            divisor = w.fresh("c")
+            w.line(f"{divisor} = {self.symbols.code(coeff)}")
+
+            def zero(got: int, env_values: tuple[int, ...]) -> Exception:
+                values = dict(zip(names, env_values))
+                return messages.zero_coefficient(
+                    fact.where, fact.dim, symbol, coeff, got, values, sites
+                )
+
+            helper = w.constant(zero, "undetermined")
+            w.line(f"if {divisor} == 0:")
+            w.line(f"raise {helper}({size}, {env})", 2)
         local = self.symbols.bind(symbol, f"{fact.where} ({fact.dim})")
         difference = f"{size} - {rest}" if rest else size
         if coeff == 1:
@@ -303,10 +316,13 @@ class ParamCode:
         elif coeff == -1:
             w.line(f"{local} = {rest} - {size}" if rest else f"{local} = -{size}")
         else:
-            w.line(f"{local} = {f'({difference})' if rest else size} // {coeff}")
-        conditions = [] if abs(coeff) == 1 else [f"{local} * {coeff} != {difference}"]
+            divisor = str(coeff) if isinstance(coeff, int) else divisor
+            w.line(f"{local} = {f'({difference})' if rest else size} // {divisor}")
+        exact = coeff in (1, -1)
+        conditions = [] if exact else [f"{local} * {divisor} != {difference}"]
         lower_implied = (
             fact.from_shape
+            and isinstance(coeff, int)
             and coeff > 0
             and isinstance(solution.rest, int)
             and symbol.lower is not None

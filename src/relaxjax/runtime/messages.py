@@ -21,6 +21,7 @@ __all__ = [
     "expected_text",
     "failed_check",
     "no_solution",
+    "zero_coefficient",
     "range_text",
     "rank_mismatch",
     "shape_text",
@@ -130,6 +131,36 @@ def no_solution(
         origins = "; ".join(f"{s} bound by {sites[s].where}" for s in others if s in sites)
         text += f" given {given}" + (f" ({origins})" if origins else "")
     return ShapeError(text)
+
+
+def zero_coefficient(
+    where: str,
+    dim: Dim,
+    symbol: Sym,
+    coeff: Dim,
+    got: int,
+    env: Mapping[str, int],
+    sites: Mapping[str, BindingSite],
+) -> ShapeError:
+    """A dim ``coeff * n + b`` whose coefficient is 0 at this call::
+
+    argument 'x' axis 1: m * n cannot determine m when n = 0 (bound by argument 'x'
+    axis 0); give m a dim of its own or make it a symbolic scalar parameter
+
+    (or, when the size is not ``b`` either, :func:`no_solution`).
+    """
+    if got != arith.evaluate(dim - coeff * symbol, env):
+        return no_solution(where, dim, symbol, got, env, sites)
+    if isinstance(coeff, Sym):
+        site = sites.get(coeff.name)
+        given = f" (bound by {site.where})" if site is not None else ""
+    else:
+        names = sorted(s.name for s in arith.free_symbols(coeff))
+        given = f" ({', '.join(_symbol_origin(name, env, sites) for name in names)})"
+    return ShapeError(
+        f"{where}: {dim} cannot determine {symbol.name} when {coeff} = 0{given}; give "
+        f"{symbol.name} a dim of its own or make it a symbolic scalar parameter"
+    )
 
 
 def symbol_out_of_range(symbol: Sym, value: int, where: str) -> ShapeError:

@@ -2,12 +2,14 @@
 
 Every dim of a parameter is a *size fact*: the size given for that axis (or the value
 given for a scalar parameter) must equal the dim. A fact whose dim is linear in the
-one symbol it leaves unknown (``a * n + b``, ``a`` a non-zero int, ``b`` over symbols
-already known) *solves* that symbol: ``n = (size - b) / a``, which must be an integer
-within the symbol's declared bounds. Solved symbols make more facts solvable, so the
+one symbol it leaves unknown (``a * n + b``, ``a`` non-zero, ``a`` and ``b`` over
+symbols already known) *solves* that symbol: ``n = (size - b) / a``, which must be an
+integer within the symbol's declared bounds (and ``a``, when symbolic, must not be 0
+at the call). Solved symbols make more facts solvable, so the
 plan repeats until nothing changes; the facts left over are checks. All of it is
 decided when the executable is built, in a fixed order (facts in parameter order,
-then axis order; the first solvable fact first), so the generated code is straight
+then axis order; the first solvable fact first, constant coefficients before symbolic
+ones; :func:`arith.solve_order`), so the generated code is straight
 line::
 
     x: Tensor((n * 2,), "float32"), y: Tensor((n + m,), "float32")
@@ -48,11 +50,12 @@ class SizeFact:
 
 @dataclass(frozen=True, slots=True)
 class Solution:
-    """``symbol = (size - rest) / coeff`` from the size given for ``fact``."""
+    """``symbol = (size - rest) / coeff`` from the size given for ``fact`` (``coeff`` is
+    an int, or a dim over symbols known by then)."""
 
     symbol: Sym
     fact: SizeFact
-    coeff: int
+    coeff: Dim
     rest: Dim
 
 
@@ -82,35 +85,14 @@ def size_facts(params: Sequence[Var]) -> list[SizeFact]:
     return facts
 
 
-def _solution(fact: SizeFact, known: Collection[str]) -> Solution | None:
-    unknown = [s for s in arith.free_symbols(fact.dim) if s.name not in known]
-    if len(unknown) != 1:
-        return None
-    linear = arith.linear_in(fact.dim, unknown[0])
-    if linear is None:
-        return None
-    return Solution(unknown[0], fact, *linear)
-
-
 def plan_solutions(facts: Sequence[SizeFact], known: Collection[str] = ()) -> SolvePlan:
-    """Solve what ``facts`` determine, given the symbols ``known`` already (by name)."""
-    known = set(known)
-    pending = list(facts)
-    solutions: list[Solution] = []
-    progress = True
-    while progress:
-        progress = False
-        for fact in pending:
-            solution = _solution(fact, known)
-            if solution is not None:
-                solutions.append(solution)
-                known.add(solution.symbol.name)
-                pending.remove(fact)
-                progress = True
-                break  # the earliest fact that a new value makes solvable goes first
-    left = {s.name: s for f in pending for s in arith.free_symbols(f.dim) if s.name not in known}
-    undetermined = tuple(left[name] for name in sorted(left))
-    return SolvePlan(tuple(solutions), tuple(pending), undetermined)
+    """Solve what ``facts`` determine, given the symbols ``known`` already (by name),
+    in the order of :func:`arith.solve_order`."""
+    steps, undetermined = arith.solve_order([f.dim for f in facts], known)
+    solutions = tuple(Solution(s.symbol, facts[s.index], s.coeff, s.rest) for s in steps)
+    used = {s.index for s in steps}
+    checks = tuple(f for i, f in enumerate(facts) if i not in used)
+    return SolvePlan(solutions, checks, undetermined)
 
 
 def undetermined_error(function: str, plan: SolvePlan) -> ShapeError:

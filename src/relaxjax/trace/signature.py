@@ -142,6 +142,27 @@ class Signature:
                 )
         return self._plan(arguments, call=False)
 
+    def check_inline_dims(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        """Inside another trace (where the function is inlined), a symbolic scalar
+        parameter takes an int or a symbolic dim, never a traced tensor: its value must
+        be a shape."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError:
+            return  # the Python call reports it
+        for name, value in bound.arguments.items():
+            declared = self.annotations.get(name)
+            if declared is None or declared[1] is not pytree.LEAF:
+                continue
+            if not is_dim_value(declared[0][0]) or _is_dim_argument(value):
+                continue
+            raise TypeError(
+                f"{self.name}(): argument {name!r} is the symbolic dim "
+                f"{declared[0][0].value}: inside a traced function pass an int or a symbolic "  # type: ignore[union-attr]
+                f"dim (such as x.shape[0]), got {type(value).__name__}; a value computed at "
+                "run time cannot be a shape"
+            )
+
     def _plan(self, arguments: Mapping[str, object], call: bool) -> CallPlan:
         params: list[ParamSpec] = []
         statics: list[tuple[str, Hashable]] = []
@@ -194,6 +215,12 @@ def _symbol_bounds(params: Sequence[ParamSpec]) -> tuple[tuple[str, int | None, 
         (s.name, s.lower, s.upper) for p in params for leaf in p.leaves for s in free_symbols(leaf)
     }
     return tuple(sorted(found, key=lambda b: (b[0], str(b[1]), str(b[2]))))
+
+
+def _is_dim_argument(value: object) -> bool:
+    if isinstance(value, bool | np.bool_):
+        return False
+    return isinstance(value, int | np.integer | arith.Expr)
 
 
 def _is_spec(value: object) -> bool:
