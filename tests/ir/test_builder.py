@@ -160,14 +160,25 @@ def test_match_cast_binds_new_symbols():
     verify(mod)
 
 
+def test_match_cast_binds_symbols_its_dims_solve():
+    x = _tensor("x", n, 4)
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        cast = bb.emit_match_cast(x, TensorInfo(("p * 2 + 1", "q * p")))
+        assert {"p", "q"} <= set(bb.symbols)
+        bb.emit_func_output(cast)
+    verify(bb.finalize())
+
+
 def test_match_cast_errors():
     x = _tensor("x", n, 4)
     bb = BlockBuilder()
     with pytest.raises(TraceError) as info, bb.function("main", [x]):
-        bb.emit_match_cast(x, TensorInfo(("p * 2", 4)))
+        bb.emit_match_cast(x, TensorInfo(("p * q", "p // 2")))
     assert info.value.message == (
-        'match_cast: symbol p in Tensor((p * 2, 4), "float32") is not defined yet and does not '
-        "appear alone as a dimension, so no value can bind it"
+        'match_cast: symbol p in Tensor((p * q, p // 2), "float32") is not defined yet and no '
+        "dim determines it, so no value can bind it (a dim determines a symbol when it is the "
+        "symbol alone or linear in it, like p * 2 + 1, once its other symbols are known)"
     )
     bb = BlockBuilder()
     with pytest.raises(ShapeError) as info, bb.function("main", [x]):

@@ -69,13 +69,15 @@ def test_parameters_define_every_symbol_they_mention():
     q = Var("q", PrimValue(n).info)
     blocks = [BindingBlock([Binding(lv, Call(relu, [x], None, lv.info)), Binding(q, PrimValue(n))])]
     verify(_module([x], blocks, lv))
-    # a match_cast still binds only symbols standing alone as dims
-    y, cast = Var("y", TensorInfo((4,))), Var("cast", TensorInfo((n * 2,)))
+    # a match_cast binds the symbols its dims determine, and no others
+    y, cast = Var("y", TensorInfo((4,))), Var("cast", TensorInfo((n * 2, m * n)))
+    verify(_module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)))
+    cast = Var("cast", TensorInfo((n * m, n // 2)))
     _fails(
-        _module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=1)),
-        'symbol-defined: function main, binding cast: Tensor((n * 2,), "float32") = '
-        'match_cast(y, Tensor((n * 2,), "float32")): '
-        "symbol n is used but not defined by a parameter or match_cast",
+        _module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)),
+        'symbol-defined: function main, binding cast: Tensor((m * n, n // 2), "float32") = '
+        'match_cast(y, Tensor((m * n, n // 2), "float32")): '
+        "symbol m is used but not defined by a parameter or match_cast",
     )
 
 

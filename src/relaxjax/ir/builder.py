@@ -51,7 +51,7 @@ from relaxjax.ir.struct_info import (
     StructInfo,
     TensorInfo,
     TupleInfo,
-    defining_symbols,
+    determined_symbols,
     free_symbols,
     is_base_of,
     restrict_symbols,
@@ -195,18 +195,21 @@ class BlockBuilder:
         name_hint: str | None = None,
         location: SourceLocation | None = None,
     ) -> Var:
-        """Assert at run time that ``value`` matches ``info``, binding its new symbols."""
+        """Assert at run time that ``value`` matches ``info``, binding its new symbols
+        (each must be determined by a dim: ``determined_symbols``)."""
         scope = self._current("emit_match_cast")
         value = self._to_leaf(self.normalize(value, location), location)
         if not isinstance(info, StructInfo):
             raise TypeError(f"match_cast needs a StructInfo, got {info!r}")
         new = {s.name: s for s in free_symbols(info) if s.name not in scope.symbols}
-        binders = {s.name for s in defining_symbols(info)}
+        binders = {s.name for s in determined_symbols(info, scope.symbols)}
         unbindable = sorted(set(new) - binders)
         if unbindable:
             raise TraceError(
-                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and does not "
-                "appear alone as a dimension, so no value can bind it",
+                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and no dim "
+                "determines it, so no value can bind it (a dim determines a symbol when it is "
+                f"the symbol alone or linear in it, like {unbindable[0]} * 2 + 1, once its "
+                "other symbols are known)",
                 location=location,
             )
         if is_base_of(info, value.info) is False:

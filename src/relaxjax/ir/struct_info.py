@@ -388,6 +388,14 @@ def defining_symbols(info: StructInfo) -> frozenset[Sym]:
     return frozenset(d for d in info_dims(info) if isinstance(d, Sym))
 
 
+def determined_symbols(info: StructInfo, known: Iterable[str] = ()) -> frozenset[Sym]:
+    """The symbols a value of ``info`` determines, given the symbols named ``known``: those
+    standing alone as a dim, and those its dims solve for once others are known
+    (``n * 2 + 1``, ``n * m`` once ``m`` is; see :func:`arith.solve_order`)."""
+    steps, _ = arith.solve_order(info_dims(info), frozenset(known))
+    return frozenset(step.symbol for step in steps)
+
+
 def map_dims(info: StructInfo, fn) -> StructInfo:
     """``info`` with every dim and scalar value replaced by ``fn(dim)``."""
     if isinstance(info, TensorInfo):

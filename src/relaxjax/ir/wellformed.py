@@ -3,8 +3,8 @@
 Rules (the name starts the message, followed by the function and the binding):
 
 - ``symbol-defined``: every symbol is defined before use, by a parameter (every symbol
-  a parameter's info mentions, whatever the expression) or a ``match_cast`` dim that is
-  exactly that symbol.
+  a parameter's info mentions, whatever the expression) or a ``match_cast`` dim that
+  determines it (the symbol alone, or linear in it once its other symbols are known).
 - ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
 - ``var-defined``: every var is defined before it is used.
 - ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
@@ -48,7 +48,7 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.printer import Printer
-from relaxjax.ir.struct_info import StructInfo, defining_symbols, free_symbols, is_base_of
+from relaxjax.ir.struct_info import StructInfo, determined_symbols, free_symbols, is_base_of
 
 
 def verify(mod: IRModule) -> None:
@@ -143,7 +143,7 @@ class _FunctionChecker:
     def match_cast(self, binding: MatchCast) -> None:
         self.operand(binding.value)
         new = {s.name for s in free_symbols(binding.info)} - self.symbols
-        self.symbols |= new & {s.name for s in defining_symbols(binding.info)}
+        self.symbols |= new & {s.name for s in determined_symbols(binding.info, self.symbols)}
         self.use_symbols(free_symbols(binding.info))
         if binding.var.info != binding.info:
             self.fail(

@@ -34,7 +34,7 @@ from relaxjax.runtime import messages
 from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.solve import (
     SizeFact,
-    Solution,
+    emit_solution,
     plan_solutions,
     size_facts,
     undetermined_error,
@@ -200,7 +200,8 @@ class ParamCode:
         if plan.undetermined:
             raise undetermined_error(function, plan)
         for solution in plan.solutions:
-            self._emit_solution(solution)
+            fact = solution.fact
+            emit_solution(self.writer, self.symbols, solution, self._sizes[(fact.param, fact.axis)])
         self._emit_checks(params, plan.checks)
         self._emit_ranges()
         for value in arrays:
@@ -285,63 +286,6 @@ class ParamCode:
             self._fact(index, None, dim, what, value)
 
     # -- solving and checking --------------------------------------------------------------
-
-    def _emit_solution(self, solution: Solution) -> None:
-        """``n = (size - rest) / coeff``: an integer within the symbol's bounds, or a
-        ``ShapeError`` naming the argument, the axis, the dim and the size."""
-        w = self.writer
-        fact, symbol, coeff = solution.fact, solution.symbol, solution.coeff
-        size = self._sizes[(fact.param, fact.axis)]
-        names = self.symbols.names()
-        sites = {name: self.symbols.site(name) for name in names}
-        env = self.symbols.env_code()
-        rest = "" if solution.rest == 0 else f"({self.symbols.code(solution.rest)})"
-        if not isinstance(coeff, int):  # known by now, but 0 would determine nothing
-            divisor = w.fresh("c")
-            w.line(f"{divisor} = {self.symbols.code(coeff)}")
-
-            def zero(got: int, env_values: tuple[int, ...]) -> Exception:
-                values = dict(zip(names, env_values))
-                return messages.zero_coefficient(
-                    fact.where, fact.dim, symbol, coeff, got, values, sites
-                )
-
-            helper = w.constant(zero, "undetermined")
-            w.line(f"if {divisor} == 0:")
-            w.line(f"raise {helper}({size}, {env})", 2)
-        local = self.symbols.bind(symbol, f"{fact.where} ({fact.dim})")
-        difference = f"{size} - {rest}" if rest else size
-        if coeff == 1:
-            w.line(f"{local} = {difference}")
-        elif coeff == -1:
-            w.line(f"{local} = {rest} - {size}" if rest else f"{local} = -{size}")
-        else:
-            divisor = str(coeff) if isinstance(coeff, int) else divisor
-            w.line(f"{local} = {f'({difference})' if rest else size} // {divisor}")
-        exact = coeff in (1, -1)
-        conditions = [] if exact else [f"{local} * {divisor} != {difference}"]
-        lower_implied = (
-            fact.from_shape
-            and isinstance(coeff, int)
-            and coeff > 0
-            and isinstance(solution.rest, int)
-            and symbol.lower is not None
-            and symbol.lower * coeff + solution.rest <= 0
-        )
-        if symbol.lower is not None and not lower_implied:
-            conditions.append(f"{local} < {symbol.lower}")
-        if symbol.upper is not None:
-            conditions.append(f"{local} > {symbol.upper}")
-        if not conditions:
-            return
-
-        def no_solution(got: int, env_values: tuple[int, ...]) -> Exception:
-            values = dict(zip(names, env_values))
-            return messages.no_solution(fact.where, fact.dim, symbol, got, values, sites)
-
-        helper = w.constant(no_solution, "solve")
-        w.line(f"if {' or '.join(conditions)}:")
-        w.line(f"raise {helper}({size}, {env})", 2)
 
     def _emit_checks(self, params: Sequence[Var], facts: Sequence[SizeFact]) -> None:
         """One ``if`` per parameter over the dims nothing solved from."""

@@ -67,6 +67,7 @@ from relaxjax.runtime.shapes import (
     original_tensors,
     tensor_leaves,
 )
+from relaxjax.runtime.solve import SizeFact, emit_solution, plan_solutions
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
@@ -307,45 +308,62 @@ class ProgramWriter:
             )
         if info.shape is None:
             return value.with_shape(info, value.shape)
-        shape: list[str] = []
-        checks: list[tuple[int, Dim]] = []
-        for axis, dim in enumerate(info.shape):
-            if isinstance(dim, Sym) and dim not in self.symbols:
-                local = self.symbols.bind(dim, f"{origin} axis {axis}")
-                self.writer.line(f"{local} = {value.shape[axis]}")
-                emit_range_check(self.writer, dim, local, f"{origin} axis {axis}", True)
-            else:
-                checks.append((axis, dim))
-        for axis, dim in checks:
-            self._emit_match_check(value.shape[axis], dim, origin, axis, binding.location)
+        facts = [
+            SizeFact(0, axis, dim, f"{origin} axis {axis}") for axis, dim in enumerate(info.shape)
+        ]
+        self._match_facts(facts, list(value.shape), binding.location, where)
         shape = [self.symbols.code(d, where) for d in info.shape]
         return value.with_shape(info, tuple(shape))
 
     def _match_scalar(
         self, value: Value, info: PrimInfo, origin: str, location: SourceLocation | None
     ) -> Value:
-        if isinstance(info.value, Sym) and info.value not in self.symbols:
-            local = self.symbols.bind(info.value, origin)
-            self.writer.line(f"{local} = int({value.ref})")
-            emit_range_check(self.writer, info.value, local, origin, False)
-        elif info.value is not None:
-            self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
+        if info.value is not None:
+            facts = [SizeFact(0, None, info.value, origin)]
+            self._match_facts(facts, [f"int({value.ref})"], location, origin)
         return value
 
+    def _match_facts(
+        self,
+        facts: Sequence[SizeFact],
+        sizes: Sequence[str],
+        location: SourceLocation | None,
+        where: str,
+    ) -> None:
+        """Bind what a match_cast's dims determine (a symbol alone at its first axis, then
+        the planned solutions), then check every other dim."""
+        pending = []
+        for fact, size in zip(facts, sizes):
+            dim = fact.dim
+            if isinstance(dim, Sym) and dim not in self.symbols:
+                local = self.symbols.bind(dim, fact.where)
+                self.writer.line(f"{local} = {size}")
+                emit_range_check(self.writer, dim, local, fact.where, fact.from_shape)
+            else:
+                pending.append((fact, size))
+        size_of = {id(fact): size for fact, size in pending}
+        plan = plan_solutions([fact for fact, _ in pending], self.symbols.names())
+        if plan.undetermined:
+            names = ", ".join(s.name for s in plan.undetermined)
+            raise LoweringError(f"{where}: no dim of the match_cast determines {names}")
+        for solution in plan.solutions:
+            emit_solution(self.writer, self.symbols, solution, size_of[id(solution.fact)], location)
+        for fact in plan.checks:
+            self._emit_match_check(size_of[id(fact)], fact.dim, fact.where, location)
+
     def _emit_match_check(
-        self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
+        self, got: str, dim: Dim, where: str, location: SourceLocation | None
     ) -> None:
         names = self.symbols.names()
         sites = {name: self.symbols.site(name) for name in names}
 
         def mismatch(value: int, env_values: tuple) -> ShapeError:
             env = dict(zip(names, env_values))
-            error = messages.dim_mismatch(origin, axis or 0, dim, value, env, sites)
-            text = error.message if axis is not None else error.message.replace(" axis 0", "", 1)
-            return ShapeError(text, location=location)
+            error = messages.dim_mismatch(where, 0, dim, value, env, sites)
+            return ShapeError(error.message.replace(" axis 0:", ":", 1), location=location)
 
         helper = self.writer.constant(mismatch, "mismatch")
-        self.writer.line(f"if {got} != {self.symbols.code(dim, origin)}:")
+        self.writer.line(f"if {got} != {self.symbols.code(dim, where)}:")
         self.writer.line(f"raise {helper}({got}, {self.symbols.env_code()})", 2)
 
     def _add_launch(

@@ -21,15 +21,26 @@ A symbol that no fact determines (``n * m`` alone, ``n // 2``, ``n * n``) is
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from relaxjax import arith
 from relaxjax.arith import Dim, Sym
-from relaxjax.errors import ShapeError
+from relaxjax.errors import ShapeError, SourceLocation
 from relaxjax.ir import PrimInfo, TensorInfo, Var
+from relaxjax.runtime import messages
+from relaxjax.runtime.env import SymbolTable
+from relaxjax.runtime.source import SourceWriter
 
-__all__ = ["SizeFact", "Solution", "SolvePlan", "plan_solutions", "size_facts"]
+__all__ = [
+    "SizeFact",
+    "Solution",
+    "SolvePlan",
+    "emit_solution",
+    "plan_solutions",
+    "size_facts",
+    "undetermined_error",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,67 @@ def plan_solutions(facts: Sequence[SizeFact], known: Collection[str] = ()) -> So
     used = {s.index for s in steps}
     checks = tuple(f for i, f in enumerate(facts) if i not in used)
     return SolvePlan(solutions, checks, undetermined)
+
+
+def emit_solution(
+    w: SourceWriter,
+    symbols: SymbolTable,
+    solution: Solution,
+    size: str,
+    location: SourceLocation | None = None,
+) -> None:
+    """Code binding ``n = (size - rest) / coeff`` (``size``: source of the given size),
+    which must be an integer within the symbol's bounds, else a ``ShapeError`` naming
+    where the size comes from, the dim and the size; a symbolic coefficient that is 0 at
+    the call determines nothing, which is an error too."""
+    fact, symbol, coeff = solution.fact, solution.symbol, solution.coeff
+    names = symbols.names()
+    sites = {name: symbols.site(name) for name in names}
+    env = symbols.env_code()
+
+    def raise_if(conditions: Sequence[str], error, hint: str) -> None:
+        def make(got: int, env_values: tuple[int, ...]) -> ShapeError:
+            made = error(fact.where, fact.dim, symbol, got, dict(zip(names, env_values)), sites)
+            made.location = location
+            return made
+
+        helper = w.constant(make, hint)
+        w.line(f"if {' or '.join(conditions)}:")
+        w.line(f"raise {helper}({size}, {env})", 2)
+
+    rest = "" if solution.rest == 0 else f"({symbols.code(solution.rest)})"
+    divisor = str(coeff)
+    if not isinstance(coeff, int):  # known by now, but 0 would determine nothing
+        divisor = w.fresh("c")
+        w.line(f"{divisor} = {symbols.code(coeff)}")
+
+        def zero(where: str, dim: Dim, unknown: Sym, got: int, *context: Mapping) -> ShapeError:
+            return messages.zero_coefficient(where, dim, unknown, coeff, got, *context)
+
+        raise_if([f"{divisor} == 0"], zero, "undetermined")
+    local = symbols.bind(symbol, f"{fact.where} ({fact.dim})")
+    difference = f"{size} - {rest}" if rest else size
+    if coeff == 1:
+        w.line(f"{local} = {difference}")
+    elif coeff == -1:
+        w.line(f"{local} = {rest} - {size}" if rest else f"{local} = -{size}")
+    else:
+        w.line(f"{local} = {f'({difference})' if rest else size} // {divisor}")
+    conditions = [] if coeff in (1, -1) else [f"{local} * {divisor} != {difference}"]
+    lower_implied = (
+        fact.from_shape
+        and isinstance(coeff, int)
+        and coeff > 0
+        and isinstance(solution.rest, int)
+        and symbol.lower is not None
+        and symbol.lower * coeff + solution.rest <= 0
+    )
+    if symbol.lower is not None and not lower_implied:
+        conditions.append(f"{local} < {symbol.lower}")
+    if symbol.upper is not None:
+        conditions.append(f"{local} > {symbol.upper}")
+    if conditions:
+        raise_if(conditions, messages.no_solution, "solve")
 
 
 def undetermined_error(function: str, plan: SolvePlan) -> ShapeError:
