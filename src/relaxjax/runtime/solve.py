@@ -132,7 +132,8 @@ def emit_solution(
         w.line(f"if {' or '.join(conditions)}:")
         w.line(f"raise {helper}({size}, {env})", 2)
 
-    rest = "" if solution.rest == 0 else f"({symbols.code(solution.rest)})"
+    rest = solution.rest
+    rest = "" if rest == 0 else str(rest) if isinstance(rest, int) else f"({symbols.code(rest)})"
     divisor = str(coeff)
     if not isinstance(coeff, int):  # known by now, but 0 would determine nothing
         divisor = w.fresh("c")
