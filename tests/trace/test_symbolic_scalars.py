@@ -111,6 +111,12 @@ def test_bounds_are_checked_at_the_call():
         return rnp.zeros((m,)) + x.sum()
 
     assert f(np.ones(3, np.float32), 64).shape == (64,)
+    assert relax.eval_shape(f, T(("n",), "float32"), 64) == T((64,), "float64")
+    with pytest.raises(relax.ShapeError) as info:
+        relax.eval_shape(f, T(("n",), "float32"), 65)
+    assert (
+        info.value.message == "f(): argument 'm': m = 65 is outside its declared range 1 <= m <= 64"
+    )
     for m in (0, 65, -3):
         with pytest.raises(relax.ShapeError) as info:
             f(np.ones(3, np.float32), m)

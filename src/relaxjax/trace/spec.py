@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo, free_symbols, subs_info
 from relaxjax.trace import pytree
 
@@ -110,10 +111,23 @@ def dim_spec_of_value(value: object, what: str, declared: PrimInfo) -> StructInf
     if isinstance(value, PrimInfo):
         return value
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        symbol = declared.value
+        if isinstance(symbol, arith.Sym) and not _within(symbol, int(value)):
+            upper = "" if symbol.upper is None else f" <= {symbol.upper}"
+            raise ShapeError(
+                f"{what}: {symbol.name} = {int(value)} is outside its declared range "
+                f"{symbol.lower} <= {symbol.name}{upper}"
+            )
         return dim_spec(int(value))
     raise TypeError(
         f"{what}: the parameter is the symbolic dim {declared.value}; give a symbol such as "
         f'relax.sym("{_first_symbol(declared)}") or an int, got {_describe(value)}'
+    )
+
+
+def _within(symbol: arith.Sym, value: int) -> bool:
+    return (symbol.lower is None or value >= symbol.lower) and (
+        symbol.upper is None or value <= symbol.upper
     )
 
 
