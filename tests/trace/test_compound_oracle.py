@@ -12,7 +12,9 @@ so the same code traces with ``relaxjax.numpy`` and runs with ``jax.numpy``:
 - **calls**: the program compiled once with ``@relax.jit`` and run at random sizes,
   values against jax; then sizes perturbed so that they fit no assignment (a
   ``ShapeError`` naming an argument and axis) or fit exactly one (the program runs and
-  matches jax for it). Which is which is decided by brute force over the symbols'
+  matches jax for it, unless the only dims left to determine a symbol are nonlinear,
+  ``n * n``, or have a coefficient that is 0 there, ``m * n`` at ``m = 0``: then the
+  ShapeError says so). Which is which is decided by brute force over the symbols'
   values, independently of the runtime's solver.
 
 A failure prints the program as a standalone repro.
@@ -21,6 +23,7 @@ A failure prints the program as a standalone repro.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -347,7 +350,7 @@ def _fitting_envs(program: Program, shapes: list[tuple[int, ...]], names: list[s
     limits = dict.fromkeys(names, max(sizes, default=0) + 1)
     for dim, size in zip(dims, sizes):
         for monomial in to_terms(dim):
-            if len(monomial) == 1 and monomial[0][1] == 1:
+            if len(monomial) == 1 and monomial[0][1] == 1 and isinstance(monomial[0][0], arith.Sym):
                 name = monomial[0][0].name
                 limits[name] = min(limits[name], size)
     ranges = [range(limits[name] + 1) for name in names]
@@ -375,7 +378,13 @@ def _check_call(jitted, program: Program, shapes: list[tuple[int, ...]], rng) ->
     note(f"shapes {shapes}: fitting assignments {fits[:3]}")
     event(f"sizes fitting {min(len(fits), 2)} assignment(s)")
     if len(fits) == 1:
-        _run_and_compare(jitted, program, arrays)
+        try:
+            _run_and_compare(jitted, program, arrays)
+        except relax.ShapeError as err:  # only a coefficient 0 here may stop the solving
+            found = re.search(r"cannot determine \w+ when (.+) = 0 \(", err.message)
+            assert found is not None, err.message
+            assert arith.evaluate(arith.parse_dim(found.group(1)), fits[0]) == 0, err.message
+            event("a unique fit only a nonlinear dim determines")
         return
     with pytest.raises(relax.ShapeError) as info:
         jitted(*arrays)

@@ -126,6 +126,9 @@ def test_bounds_are_checked_at_the_call():
     with pytest.raises(relax.ShapeError) as info:
         shapes_from_m(np.ones((2, 4), np.float32), -1)  # symbols are >= 0 by default
     assert info.value.message == "argument 'm': m = -1 is outside its declared range 0 <= m"
+    with pytest.raises(relax.ShapeError) as info:
+        shapes_from_m(np.ones((2, 4), np.float32), 2**70)
+    assert info.value.message == f"argument 'm': m = {2**70} does not fit in int64"
     assert f.cache_size() == 1
 
 

@@ -14,10 +14,17 @@ For a parameter ``x: Tensor((n, 4), "float32")`` the executable runs::
         a0 = contiguous(a0)
 
 A symbol is bound by its first occurrence alone as a dim (in parameter order, then
-axis order) or as a scalar parameter's value; every other occurrence, and every
-composite or static dim, is checked once all parameters are bound. Symbols declared
-with bounds (``relax.sym("n", lower=1)``) are range-checked. All of it runs before
-any kernel.
+axis order) or as a scalar parameter's value. Then the other dims solve what they
+determine, in the order :mod:`relaxjax.runtime.solve` fixes at build time::
+
+    s1 = (d1_0 - 1) // 2             # y: Tensor((m * 2 + 1,), ...) solves m
+    if s1 * 2 != d1_0 - 1 or s1 < 0:
+        raise solve_1(d1_0, (s0,))   # "... got 6, which is not m * 2 + 1 for any ..."
+
+and every dim left (other occurrences, composite or static dims) is checked. Symbols
+declared with bounds (``relax.sym("n", lower=1)``) are range-checked. A symbolic
+scalar parameter (``m: relax.sym("m")``) takes any Python or numpy integer. All of it
+runs before any kernel.
 """
 
 from __future__ import annotations
@@ -347,13 +354,18 @@ def emit_range_check(
     """Check a freshly bound symbol against its declared bounds (``sym(lower=, upper=)``).
 
     A size read from a shape is never negative, so the default lower bound 0 needs no
-    check there; a value read from a scalar does.
+    check there; a value read from a scalar does, and must fit the int64 the kernels
+    take (a Python int may not).
     """
     conditions = []
     if symbol.lower is not None and (symbol.lower > 0 or not from_shape):
         conditions.append(f"{local} < {symbol.lower}")
+    elif symbol.lower is None and not from_shape:
+        conditions.append(f"{local} < {messages.INT64_MIN}")
     if symbol.upper is not None:
         conditions.append(f"{local} > {symbol.upper}")
+    elif not from_shape:
+        conditions.append(f"{local} > {messages.INT64_MAX}")
     if not conditions:
         return
 

@@ -16,6 +16,9 @@ from relaxjax.errors import ShapeError
 from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo, format_dims
 from relaxjax.runtime.env import BindingSite
 
+#: The range of the int64 values kernels take for symbols.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 __all__ = [
     "dim_mismatch",
     "expected_text",
@@ -123,6 +126,8 @@ def no_solution(
     argument 'x' axis 0: expected m + n, got 2, which is not m + n for any integer n >= 0
     given m = 5 (bound by argument 'y' axis 0)
     """
+    if not INT64_MIN <= got <= INT64_MAX:
+        return ShapeError(f"{where}: expected {dim}, got {got}, which does not fit in int64")
     text = f"{where}: expected {dim}, got {got}, which is not {dim} for any integer "
     text += range_text(symbol)
     others = sorted(s.name for s in arith.free_symbols(dim) if s.name != symbol.name)
@@ -164,7 +169,9 @@ def zero_coefficient(
 
 
 def symbol_out_of_range(symbol: Sym, value: int, where: str) -> ShapeError:
-    """A symbol's value outside its declared bounds."""
+    """A symbol's value outside its declared bounds (or outside int64)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        return ShapeError(f"{where}: {symbol.name} = {value} does not fit in int64")
     upper = "" if symbol.upper is None else f" <= {symbol.upper}"
     return ShapeError(
         f"{where}: {symbol.name} = {value} is outside its declared range "

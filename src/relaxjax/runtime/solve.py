@@ -164,6 +164,8 @@ def emit_solution(
         conditions.append(f"{local} < {symbol.lower}")
     if symbol.upper is not None:
         conditions.append(f"{local} > {symbol.upper}")
+    elif not fact.from_shape:  # a scalar's value may exceed the int64 kernels take
+        conditions.append(f"{local} > {messages.INT64_MAX}")
     if conditions:
         raise_if(conditions, messages.no_solution, "solve")
 
