@@ -22,7 +22,7 @@ from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
 from relaxjax.trace.context import current
 from relaxjax.trace.source import user_location
-from relaxjax.trace.spec import spec_of_value, unify_symbols
+from relaxjax.trace.spec import spec_of_value, unify_symbols, within_bounds
 from relaxjax.trace.tracer import Tracer, as_operand, bind_match_cast, check_trace
 
 __all__ = ["match_cast"]
@@ -97,7 +97,7 @@ def _match_dims(spec: TensorInfo, shape: tuple[int, ...]) -> None:
         remainder = size - arith.evaluate(step.rest, env)
         value = remainder // coeff if coeff else None
         symbol = step.symbol
-        if value is None or value * coeff != remainder or not _within(symbol, value):
+        if value is None or value * coeff != remainder or not within_bounds(symbol, value):
             raise ShapeError(
                 f"match_cast: axis {step.index} of {spec!r}: expected "
                 f"{dims[step.index]}, got {size} (shape {shape}), which fits no value of "  # type: ignore[index]
@@ -116,13 +116,8 @@ def _match_dims(spec: TensorInfo, shape: tuple[int, ...]) -> None:
             )
 
 
-def _within(symbol: arith.Sym, value: int) -> bool:
-    low, high = symbol.lower, symbol.upper
-    return (low is None or value >= low) and (high is None or value <= high)
-
-
 def _check_bounds(symbol: arith.Sym, size: int, axis: int) -> None:
-    if not _within(symbol, size):
+    if not within_bounds(symbol, size):
         raise ShapeError(
             f"match_cast: axis {axis}: {symbol.name} = {size} is outside its declared bounds "
             f"[{symbol.lower}, {'inf' if symbol.upper is None else symbol.upper}]"

@@ -38,6 +38,7 @@ __all__ = [
     "dim_spec",
     "dim_spec_of_value",
     "unify_symbols",
+    "within_bounds",
     "describe_bounds",
 ]
 
@@ -112,7 +113,7 @@ def dim_spec_of_value(value: object, what: str, declared: PrimInfo) -> StructInf
         return value
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         symbol = declared.value
-        if isinstance(symbol, arith.Sym) and not _within(symbol, int(value)):
+        if isinstance(symbol, arith.Sym) and not within_bounds(symbol, int(value)):
             upper = "" if symbol.upper is None else f" <= {symbol.upper}"
             raise ShapeError(
                 f"{what}: {symbol.name} = {int(value)} is outside its declared range "
@@ -125,7 +126,8 @@ def dim_spec_of_value(value: object, what: str, declared: PrimInfo) -> StructInf
     )
 
 
-def _within(symbol: arith.Sym, value: int) -> bool:
+def within_bounds(symbol: arith.Sym, value: int) -> bool:
+    """Whether ``value`` is within ``symbol``'s declared bounds."""
     return (symbol.lower is None or value >= symbol.lower) and (
         symbol.upper is None or value <= symbol.upper
     )
