@@ -29,7 +29,7 @@ class ArrayMethods:
     __slots__ = ()
 
     def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy_shape import getitem  # the wrappers sit on top of emit
+        from relaxjax._numpy.shape import getitem  # the wrappers sit on top of emit
 
         return getitem(self, key)
 

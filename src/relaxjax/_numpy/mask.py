@@ -8,7 +8,7 @@ the gather is ``take`` of the mask's flat true positions (``flatnonzero``) along
 mask's axes (merged into one by a ``reshape`` when ``m != 1``). A mask that is a numpy
 array (known while tracing) gives a static size, as in jax.
 
-Used by indexing (:func:`relaxjax._numpy_shape.getitem`) and ``compress``.
+Used by indexing (:func:`relaxjax._numpy.shape.getitem`) and ``compress``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
-from relaxjax._numpy_mask import is_mask, mask_ndim, take_masked
+from relaxjax._numpy.mask import is_mask, mask_ndim, take_masked
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
@@ -507,7 +507,7 @@ def getitem(x, key):
     whose gathered axes replace the indexed axis (``x[i]``, ``x[:, i]``, ``x[1:, i, 0]``),
     or a boolean mask, whose axes are replaced by one axis of the data-dependent length
     ``k`` (``x[mask]``, ``x[:, mask]``, ``x[mask, 1:]``, ``x[mask, 0]``; see
-    :mod:`relaxjax._numpy_mask`).
+    :mod:`relaxjax._numpy.mask`).
 
     Array indices count from the end when negative and are clamped to the axis, as
     jax's indexing does. An array index separated from integer indices by a slice
