@@ -14,12 +14,14 @@ exports exactly their ``__all__``.
 
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import datadep as _datadep
+from relaxjax._numpy import quantile as _quantile
 from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy import shape as _shape
 from relaxjax._numpy import sorting as _sorting
 from relaxjax._numpy import statistics as _statistics
 from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
+from relaxjax._numpy.quantile import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
 from relaxjax._numpy.sorting import *  # noqa: F403

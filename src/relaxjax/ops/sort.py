@@ -1,5 +1,5 @@
 """``sort``: a stable sort of the rows along one axis, by one or more keys (jax's
-``lax.sort`` with ``num_keys``), returning the sorted first key and/or the positions.
+``lax.sort`` with ``num_keys``), returning the sorted operands and/or the positions.
 
 Behind ``jnp.sort``, ``jnp.argsort``, ``jnp.lexsort``, ``lax.top_k`` (``size=k``,
 descending, total order) and the compositions built on them (``partition``,
@@ -10,7 +10,7 @@ on per-row buffers of its keys (and positions)::
     for r in parallel(rows):
         key_a[p] = x[row r, position p]; pos_a[p] = p      # for every p
         merge sort (ceil(log2 n) stable passes between key_a/pos_a and key_b/pos_b)
-        values[row r, p] = sorted key; indices[row r, p] = sorted position   # p < size
+        values[row r, p] = sorted key; indices[row r, p] = sorted position   # the window
 
 Orders:
 
@@ -22,7 +22,8 @@ Orders:
   instead, which the wrapper does).
 
 Several keys compare lexicographically, the first key first (``lexsort`` passes its
-keys reversed).
+keys reversed); operands past ``num_keys`` are not compared, only moved along (the
+weights of a weighted quantile).
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def _lexicographic(pairs: Sequence[tuple[PrimExpr, PrimExpr]], total: bool) -> P
 
 @dataclass(frozen=True, slots=True)
 class SortKeysAttrs:
-    """Attributes of ``sort``: the axis, the order (``descending``, ``total_order``),
-    which results to return (``values``: the sorted first key, ``indices``: the
+    """Attributes of ``sort``: the axis, how many operands are keys (``num_keys``, None:
+    all), the order (``descending``, ``total_order``), which results to return
+    (``values``: every operand in sorted order, ``indices``: the
     positions, as ``index_dtype``) and the window of the sorted axis returned: ``size``
     positions (None: to the end) from ``start`` (``top_k``'s ``k`` is ``size=k``)."""
 
@@ -100,9 +102,14 @@ class SortKeysAttrs:
     index_dtype: str = "int64"
     size: Dim | None = None
     start: Dim = 0
+    num_keys: int | None = None
 
     def __post_init__(self) -> None:
         check_int("SortKeysAttrs", "axis", self.axis)
+        if self.num_keys is not None:
+            check_int("SortKeysAttrs", "num_keys", self.num_keys)
+            if self.num_keys < 1:
+                raise ValueError(f"SortKeysAttrs.num_keys must be >= 1, got {self.num_keys}")
         for name in ("descending", "total_order", "values", "indices"):
             check_flag("SortKeysAttrs", name, getattr(self, name))
         if not (self.values or self.indices):
@@ -181,8 +188,9 @@ def _window(ctx: InferContext, attrs: SortKeysAttrs, count: Dim) -> Dim:
 
 @register
 class Sort(Op):
-    """A stable sort along ``axis`` by the operands (keys, the first most significant):
-    the sorted first key and/or the sorting positions (see the module doc)."""
+    """A stable sort along ``axis`` by the first ``num_keys`` operands (the first most
+    significant): the operands in sorted order and/or the sorting positions (see the
+    module doc)."""
 
     name = "sort"
     Attrs = SortKeysAttrs
@@ -193,6 +201,8 @@ class Sort(Op):
         if not args:
             raise TypeError("sort takes at least one key")
         keys = tensor_args(self.name, args)
+        if attrs.num_keys is not None and attrs.num_keys > len(keys):
+            fail(self.name, f"num_keys={attrs.num_keys} but only {len(keys)} operand(s)")
         axis = _axis(self.name, keys, attrs)
         known = [k.shape for k in keys if k.shape is not None]
         results = []
@@ -206,7 +216,7 @@ class Sort(Op):
             shape[axis] = _window(ctx, attrs, shape[axis])
         ndim = keys[0].ndim
         if attrs.values:
-            results.append(TensorInfo(shape, keys[0].dtype, ndim))
+            results.extend(TensorInfo(shape, k.dtype, ndim) for k in keys)
         if attrs.indices:
             results.append(TensorInfo(shape, attrs.index_dtype, ndim))
         return results[0] if len(results) == 1 else TupleInfo(tuple(results))
@@ -214,13 +224,14 @@ class Sort(Op):
     def reference(self, *arrays: object, attrs=None) -> object:
         keys = [reference_input(a) for a in arrays]
         axis = normalize_axis(self.name, attrs.axis, keys[0].ndim)
-        order = reference_order(keys, axis, attrs.descending, attrs.total_order)
+        compared = keys[: attrs.num_keys]
+        order = reference_order(compared, axis, attrs.descending, attrs.total_order)
         start = int(attrs.start)
         stop = order.shape[axis] if attrs.size is None else start + int(attrs.size)
         order = np.take(order, np.arange(start, stop), axis=axis)
         results = []
         if attrs.values:
-            results.append(np.take_along_axis(keys[0], order, axis=axis))
+            results.extend(np.take_along_axis(k, order, axis=axis) for k in keys)
         if attrs.indices:
             results.append(order.astype(dtypes.to_numpy(attrs.index_dtype)))
         return results[0] if len(results) == 1 else tuple(results)
@@ -232,7 +243,8 @@ class Sort(Op):
         shape = tuple(keys[0].shape)
         axis = attrs.axis % len(shape)
         fields = out_info.fields if isinstance(out_info, TupleInfo) else (out_info,)
-        names = (["values"] if attrs.values else []) + (["indices"] if attrs.indices else [])
+        names = [f"values{k}" for k in range(len(keys))] if attrs.values else []
+        names += ["indices"] if attrs.indices else []
         outs = [
             te.placeholder(dims.output_shape(f), f.dtype, n).buffer for f, n in zip(fields, names)
         ]
@@ -258,7 +270,8 @@ class Sort(Op):
         state = Scalars(dict.fromkeys(SCALARS, "int64"))
 
         def before(read, j: PrimExpr, i: PrimExpr):
-            pairs = [(read(k, j), read(k, i)) for k in range(len(keys))]
+            compared = range(len(keys) if attrs.num_keys is None else attrs.num_keys)
+            pairs = [(read(k, j), read(k, i)) for k in compared]
             if attrs.descending:
                 pairs = [(b, a) for a, b in pairs]
             return None, _lexicographic(pairs, attrs.total_order)
@@ -270,7 +283,9 @@ class Sort(Op):
             loads.append(BufferStore(lanes[-1].a, as_expr(p), (p,)))
         stores = []
         if attrs.values:
-            stores.append(BufferStore(outs[0], sorter.result(0, start + q), at(q)))
+            stores.extend(
+                BufferStore(outs[k], sorter.result(k, start + q), at(q)) for k in range(len(keys))
+            )
         if attrs.indices:
             position = cast(sorter.result(len(lanes) - 1, start + q), attrs.index_dtype)
             stores.append(BufferStore(outs[-1], position, at(q)))
