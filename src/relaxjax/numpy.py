@@ -16,6 +16,7 @@ from relaxjax._numpy import core as _core
 from relaxjax._numpy import datadep as _datadep
 from relaxjax._numpy import quantile as _quantile
 from relaxjax._numpy import reduction as _reduction
+from relaxjax._numpy import sets as _sets
 from relaxjax._numpy import shape as _shape
 from relaxjax._numpy import sorting as _sorting
 from relaxjax._numpy import statistics as _statistics
@@ -23,6 +24,7 @@ from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
 from relaxjax._numpy.quantile import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
+from relaxjax._numpy.sets import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
 from relaxjax._numpy.sorting import *  # noqa: F403
 from relaxjax._numpy.statistics import *  # noqa: F403
@@ -31,7 +33,9 @@ __all__ = sorted(
     {
         *_core.__all__,
         *_datadep.__all__,
+        *_quantile.__all__,
         *_reduction.__all__,
+        *_sets.__all__,
         *_shape.__all__,
         *_sorting.__all__,
         *_statistics.__all__,

@@ -1,6 +1,6 @@
-"""Sorting wrappers of ``relaxjax.numpy``: ``sort``, ``argsort``, ``lexsort``,
-``partition``, ``argpartition``; and ``top_k`` (``jax.lax.top_k``, re-exported by
-``relaxjax.lax``, not by ``relaxjax.numpy``).
+"""Sorting and searching wrappers of ``relaxjax.numpy``: ``sort``, ``argsort``,
+``lexsort``, ``partition``, ``argpartition``, ``searchsorted``, ``digitize``; and
+``top_k`` (``jax.lax.top_k``, for ``relaxjax.lax`` to re-export, not ``relaxjax.numpy``).
 
 All record the ``sort`` op (:mod:`relaxjax.ops.sort`): a stable merge sort of every
 row along one axis, rows in parallel, ``O(n log n)``. Orders are jax's: NaN last and
@@ -21,10 +21,21 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax._numpy.shape import _int, _rank, concatenate, getitem, reshape
 from relaxjax.ops.base import normalize_axis
+from relaxjax.ops.creation import LikeAttrs
+from relaxjax.ops.elementwise import AstypeAttrs
+from relaxjax.ops.search import SearchAttrs
 from relaxjax.ops.sort import SortKeysAttrs
 from relaxjax.trace import Tracer, emit
 
-__all__ = ["argpartition", "argsort", "lexsort", "partition", "sort"]
+__all__ = [
+    "argpartition",
+    "argsort",
+    "digitize",
+    "lexsort",
+    "partition",
+    "searchsorted",
+    "sort",
+]
 
 Dim = arith.Dim
 
@@ -208,3 +219,57 @@ def top_k(operand, k, *, axis=-1):
         axis, descending=True, total_order=True, indices=True, index_dtype="int32", size=k
     )
     return emit("sort", (operand,), attrs)
+
+
+# --------------------------------------------------------------------------- searching
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """``jnp.searchsorted``: where each element of ``v`` would be inserted into the sorted
+    1-d ``a`` (before equal elements with ``side="left"``, after with ``"right"``), as
+    int32 (jax's type); ``sorter`` gives the permutation sorting ``a``. ``method`` is
+    accepted (every method gives the same positions; here one binary search per
+    query)."""
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(
+            f"method={method!r} not recognized; expected one of 'scan', 'scan_unrolled', "
+            "'sort', 'compare_all'"
+        )
+    if side not in ("left", "right"):
+        raise ValueError(f"side={side!r} not recognized; expected 'left' or 'right'")
+    if _rank(a) != 1:
+        raise ValueError("a should be 1-dimensional")
+    dtype = dtypes.result_type(_operand(a), _operand(v))
+    a, v = _as(a, dtype), _as(v, dtype)
+    if sorter is not None:
+        a = getitem(a, sorter)
+    return emit("searchsorted", (a, v), SearchAttrs(side, "int32"))
+
+
+def _operand(x: object) -> object:
+    """The promotion operand of ``x`` (Python scalars are weak)."""
+    if isinstance(x, (bool, int, float)):
+        return dtypes.weak_of(x)
+    return _dtype(x)
+
+
+def _as(x: object, dtype: str) -> object:
+    if isinstance(x, (bool, int, float)):
+        return np.asarray(x, dtypes.to_numpy(dtype))
+    return x if _dtype(x) == dtype else emit("astype", (x,), AstypeAttrs(dtype))
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """``jnp.digitize``: the index of the bin of each element of ``x`` (int32): ``bins``
+    is 1-d, increasing or decreasing; ``right`` makes bins closed on the right."""
+    if _rank(bins) != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    count = _shape(bins)[0]
+    if count == 0:
+        return emit("zeros_like", (x,), LikeAttrs("int32", None))
+    side = "left" if right else "right"
+    kwargs = {} if method is None else {"method": method}
+    increasing = emit("greater_equal", (getitem(bins, -1), getitem(bins, 0)))
+    up = searchsorted(bins, x, side=side, **kwargs)
+    down = emit("subtract", (count, searchsorted(_flip(bins, 0), x, side=side, **kwargs)))
+    return emit("where", (increasing, up, emit("astype", (down,), AstypeAttrs("int32"))))
