@@ -269,7 +269,11 @@ def digitize(x, bins, right=False, *, method=None):
         return emit("zeros_like", (x,), LikeAttrs("int32", None))
     side = "left" if right else "right"
     kwargs = {} if method is None else {"method": method}
-    increasing = emit("greater_equal", (getitem(bins, -1), getitem(bins, 0)))
+    # the ends, read from bins and one more element: in bounds even when bins turns out
+    # empty at run time (then both searches give 0)
+    padded = concatenate([bins, np.zeros(1, dtypes.to_numpy(_dtype(bins)))])
+    last = getitem(padded, count - 1 if isinstance(count, int) else arith.max_(count - 1, 0))
+    increasing = emit("greater_equal", (last, getitem(padded, 0)))
     up = searchsorted(bins, x, side=side, **kwargs)
     down = emit("subtract", (count, searchsorted(_flip(bins, 0), x, side=side, **kwargs)))
     return emit("where", (increasing, up, emit("astype", (down,), AstypeAttrs("int32"))))

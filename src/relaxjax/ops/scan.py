@@ -26,7 +26,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.ir import StructInfo, TensorInfo
 from relaxjax.ops.attr_checks import check_int, optional_dtype
-from relaxjax.ops.axes import unravel
+from relaxjax.ops.axes import unravel_loop
 from relaxjax.ops.base import (
     InferContext,
     Op,
@@ -105,7 +105,7 @@ class ScanOp(Op):
             outer, count, inner = (), num_elements(x.shape), ()
 
             def source(o: tuple, k: Dim, i: tuple) -> tuple:
-                return unravel(k, x.shape)
+                return unravel_loop(k, x.shape)
 
             def target(o: tuple, k: Dim, i: tuple) -> tuple:
                 return (k,)
@@ -119,12 +119,12 @@ class ScanOp(Op):
             target = source
         o_var, k = arith.sym("o"), arith.sym("k")
         i_first, i_var = arith.sym("i0"), arith.sym("i")
-        o = unravel(o_var, outer)
+        o = unravel_loop(o_var, outer)
         inner_count = num_elements(inner)
         acc = out if work == out_dtype else Buffer("acc", (inner_count,), work, scope="local")
 
         def update(i_sym: arith.Sym, combine: bool) -> Stmt:
-            i = unravel(i_sym, inner)
+            i = unravel_loop(i_sym, inner)
 
             def running(kk: Dim) -> tuple:
                 return target(o, kk, i) if acc is out else (i_sym,)

@@ -28,7 +28,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.ir import StructInfo, TensorInfo
 from relaxjax.ops.attr_checks import check_flag
-from relaxjax.ops.axes import unravel
+from relaxjax.ops.axes import unravel_loop
 from relaxjax.ops.base import (
     InferContext,
     Op,
@@ -138,7 +138,7 @@ class SearchSorted(Op):
         n = a.shape[0]
         state = Scalars({"low": "int64", "high": "int64", "span": "int64"})
         flat = arith.sym("e")
-        where = unravel(flat, v.shape)
+        where = unravel_loop(flat, v.shape)
         query = v[where]
         last = arith.max_(n - 1, 0)
 

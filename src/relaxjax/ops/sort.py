@@ -36,7 +36,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.ir import Check, StructInfo, TensorInfo, TupleInfo
 from relaxjax.ops.attr_checks import check_dim, check_flag, check_int
-from relaxjax.ops.axes import unravel
+from relaxjax.ops.axes import unravel_loop
 from relaxjax.ops.base import (
     InferContext,
     Op,
@@ -253,7 +253,7 @@ class Sort(Op):
         start = dims.value(attrs.start)
         others = shape[:axis] + shape[axis + 1 :]
         row = arith.sym("row")
-        outer = unravel(row, others)
+        outer = unravel_loop(row, others)
 
         def at(position: object) -> tuple[object, ...]:
             return outer[:axis] + (position,) + outer[axis:]
