@@ -456,3 +456,13 @@ def test_a_run_time_violation_names_the_op():
     np.testing.assert_array_equal(program(np.ones((1, 3), np.float32)), np.ones((1, 3)))
     with pytest.raises(ShapeError, match="sort: k must be at most the size of the sorted axis"):
         program(np.zeros((3, 2), np.float32))
+
+
+@pytest.mark.parametrize("name", ["statistics", "quantile", "sorting", "sets"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"relaxjax._numpy.{name}")
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0

@@ -176,7 +176,10 @@ def _pick(s, index, axis: int, q_ndim: int, keepdims: bool):
     positions = reshape(_core.arange(n), tuple(n if d == q_ndim + axis else 1 for d in range(rank)))
     values = reshape(s, (1,) * q_ndim + tuple(shape_of(s)))
     chosen = _core.where(emit("equal", (positions, index)), values, -math.inf)
-    return _reduction.max(chosen, axis=q_ndim + axis, keepdims=keepdims, initial=-math.inf)
+    picked = _reduction.max(chosen, axis=q_ndim + axis, keepdims=keepdims, initial=-math.inf)
+    if arith.compare(n, ">", 0) is True:
+        return picked
+    return _core.where(emit("greater", (n, 0)), picked, math.nan)  # an empty row: NaN
 
 
 def _take(s, index, axis: int, q_ndim: int, keepdims: bool):
