@@ -321,7 +321,28 @@ def broadcast_result(dims: Sequence[Dim]) -> Dim | None:
     first = candidates[0]
     if all(arith.compare(d, "==", first) is True for d in candidates):
         return first  # all 1 together, or all the same size
+    for dim in sorted(candidates, key=_simplicity):
+        if all(other is dim or _one_implies_one(dim, other) for other in candidates):
+            return dim  # where dim is 1 every other is 1; elsewhere the others are 1 or dim
     return None
+
+
+def _simplicity(dim: Dim) -> tuple[bool, int]:
+    """Orders equally valid answers: a bare symbol first, then shorter text."""
+    return (not isinstance(dim, arith.Sym), len(str(dim)))
+
+
+def _one_implies_one(dim: Dim, other: Dim) -> bool:
+    """Whether ``dim == 1`` implies ``other == 1`` for every value of the symbols, decided
+    by cases on small values (``m == 1`` implies ``min(1, m) == 1``, so ``m`` is the
+    broadcast of ``m`` and ``min(1, m)``, the size of ``x[:1]``)."""
+
+    def decide(ranges: dict) -> bool | None:
+        if arith.compare(dim, "!=", 1, ranges) is True:
+            return True
+        return arith.compare(other, "==", 1, ranges) or None
+
+    return arith.decide_by_cases(decide, (dim, other)) is True
 
 
 def broadcast_infos(ctx: InferContext, infos: Sequence[TensorInfo], dtype: str) -> TensorInfo:
@@ -352,7 +373,7 @@ def broadcast_to_shape(
     offset = len(target) - len(source)
     for axis, dim in enumerate(source):
         wanted = target[offset + axis]
-        if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", wanted) is True:
+        if one_or_equal(dim, wanted):
             continue
         message = (
             f"{ctx.op_name}: cannot broadcast {what} of shape {_shape_text(source)} to shape "
@@ -361,9 +382,23 @@ def broadcast_to_shape(
         ctx.require(Check("eq", ((dim - 1) * (dim - wanted), 0), message))
 
 
+def one_or_equal(dim: Dim, target: Dim) -> bool:
+    """Whether ``dim == 1 or dim == target`` holds for every value of the symbols, also
+    by cases on small values (``min(1, m)`` is ``m`` at 0 and 1 above)."""
+    if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", target) is True:
+        return True
+
+    def decide(ranges: dict) -> bool | None:
+        if arith.compare(dim, "==", 1, ranges) is True:
+            return True
+        return arith.compare(dim, "==", target, ranges) or None
+
+    return arith.decide_by_cases(decide, (dim, target)) is True
+
+
 def require_one_or(ctx: InferContext, dim: Dim, target: Dim, message: str) -> None:
     """Require ``dim == 1 or dim == target`` (one-sided broadcasting of ``dim`` to ``target``)."""
-    if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", target) is True:
+    if one_or_equal(dim, target):
         return
     if arith.compare(dim, "!=", 1) is True:
         ctx.require(Check("eq", (dim, target), f"{ctx.op_name}: {message}"))
@@ -376,6 +411,20 @@ def require_equal(ctx: InferContext, a: Dim, b: Dim, message: str) -> Dim:
     """Require ``a == b`` (proven, or checked at run time) and return ``a``."""
     ctx.require(Check("eq", (a, b), f"{ctx.op_name}: {message}"))
     return a
+
+
+def nonzero_floordiv(a: Dim, b: Dim) -> Dim:
+    """``a // b`` for a divisor that the op's run-time checks require to be non-zero.
+
+    The exact polynomial quotient when there is one (:func:`arith.exact_div`, equal to
+    ``a // b`` wherever ``b != 0``), else :func:`arith.floordiv`, which must hold for
+    every value and so cannot cancel a divisor that may be zero: for
+    ``x.reshape(c, a * b * d, -1)`` of ``(a, b, c, d)`` the ``-1`` is
+    ``(a * b * c * d) // (a * b * c * d)``, which is 1 because reshape requires the other
+    axes to hold elements.
+    """
+    quotient = arith.exact_div(a, b)
+    return arith.floordiv(a, b) if quotient is None else quotient
 
 
 def num_elements(shape: Sequence[Dim]) -> Dim:
@@ -399,8 +448,10 @@ __all__ = [
     "get",
     "in_compute_dtype",
     "info_text",
+    "nonzero_floordiv",
     "normalize_axis",
     "num_elements",
+    "one_or_equal",
     "operand_type",
     "promote_types",
     "reference_dtype",

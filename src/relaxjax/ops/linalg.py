@@ -244,29 +244,14 @@ def _ellipsis_rank(term: str, ndim: int, position: int, spec: EinsumSpec) -> int
     )
 
 
-def _known_or_none(a: Dim, b: Dim) -> Dim | None:
-    """The broadcast of two sizes when provable without checks, else None."""
-    if arith.compare(a, "==", 1) is True:
-        return b
-    if arith.compare(b, "==", 1) is True or arith.compare(a, "==", b) is True:
-        return a
-    if arith.compare(a, "!=", 1) is True:
-        return a
-    if arith.compare(b, "!=", 1) is True:
-        return b
-    return None
-
-
 def merge_sizes(ctx: InferContext, sizes: Sequence[Dim], what: str) -> Dim | None:
     """The common size of several occurrences that may each be 1 (broadcast) or the size;
     unproven pairs become run-time ``broadcast`` checks. None when not provable."""
-    merged: Dim | None = 1
     for i, size in enumerate(sizes):
         for earlier in sizes[:i]:
             message = f"{ctx.op_name}: {what} has incompatible sizes {earlier} and {size}"
             ctx.require(Check("broadcast", (earlier, size), message))
-        merged = None if merged is None else _known_or_none(merged, size)
-    return merged
+    return broadcast_result(sizes)
 
 
 def _label_sizes(

@@ -26,6 +26,7 @@ from relaxjax.ops.base import (
     InferContext,
     Op,
     info_text,
+    nonzero_floordiv,
     normalize_axis,
     num_elements,
     reference_input,
@@ -49,26 +50,6 @@ def require_nonneg(ctx: InferContext, dims: Sequence[Dim], what: str) -> None:
         if isinstance(dim, arith.Expr):
             message = f"{ctx.op_name}: {what} has size {dim}, expected >= 0"
             ctx.require(Check("nonneg", (dim,), message))
-
-
-def divide_exactly(total: Dim, factors: Sequence[Dim]) -> Dim:
-    """``total // prod(factors)`` where the caller requires ``prod(factors) >= 1`` and
-    ``prod(factors) | total`` at run time.
-
-    arith cancels a symbolic divisor only when it is provably nonzero. Dims are
-    non-negative, so when their product is required to be ``>= 1`` every factor is
-    ``>= 1``: the division is done with the factors that are bare symbols re-declared
-    with lower bound 1, and the original symbols are put back afterwards.
-    """
-    rebound: dict[str, Dim] = {}
-    originals: dict[str, Dim] = {}
-    for factor in factors:
-        if isinstance(factor, arith.Sym) and factor.lower == 0:
-            rebound[factor.name] = arith.sym(factor.name, lower=1, upper=factor.upper)
-            originals[factor.name] = factor
-    divisor = num_elements([arith.subs(f, rebound) for f in factors])
-    quotient = arith.floordiv(arith.subs(total, rebound), divisor)
-    return arith.subs(quotient, originals)
 
 
 def _known_shape(dims: KernelDims, info: StructInfo, name: str) -> tuple[Dim, ...]:
@@ -119,13 +100,15 @@ class Reshape(Op):
             return TensorInfo(new, x.dtype)
         factors = [d for d in new if not (isinstance(d, int) and d == -1)]
         known = num_elements(factors)
-        ctx.require(
-            Check("le", (1, known), f"{self.name}: {text}: the other axes have size {known}")
+        message = (
+            f"{self.name}: {text}: the size of -1 is undefined when the other axes hold no "
+            f"elements (they have size {known})"
         )
+        ctx.require(Check("le", (1, known), message))
         ctx.require(
             Check("divides", (known, size), f"{self.name}: {text}: {known} does not divide {size}")
         )
-        fill = divide_exactly(size, factors)
+        fill = nonzero_floordiv(size, known)  # the checks above exclude known == 0
         shape = tuple(fill if isinstance(d, int) and d == -1 else d for d in new)
         return TensorInfo(shape, x.dtype)
 
@@ -444,7 +427,6 @@ __all__ = [
     "SqueezeAttrs",
     "SwapaxesAttrs",
     "TransposeAttrs",
-    "divide_exactly",
     "expanded_shape",
     "permutation",
     "permute_kernel",
