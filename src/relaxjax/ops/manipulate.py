@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith
-from relaxjax.errors import LoweringError, ShapeError
+from relaxjax.errors import InconclusiveShapeError, LoweringError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ir.struct_info import format_dims
 from relaxjax.ops.attr_checks import check_dims, check_int, check_ints
@@ -310,6 +310,33 @@ class SqueezeAttrs:
             check_ints("SqueezeAttrs", "axis", self.axis)
 
 
+def size_one_axes(op_name: str, x: TensorInfo) -> tuple[int, ...]:
+    """The axes ``squeeze(axis=None)`` removes: those whose size is proven 1, when every
+    other axis is proven not to be 1 (a constant, or a dim its bounds keep off 1, such as
+    ``sym("n", lower=2)`` or ``2 * n``).
+
+    Raises :class:`~relaxjax.errors.InconclusiveShapeError` naming the axes whose size
+    may or may not be 1 (or saying that the sizes are unknown), and that ``axis=``
+    decides it: the rank of the result would depend on the symbols' values.
+    """
+    if x.shape is None:
+        raise InconclusiveShapeError(
+            f"{op_name}: which axes of {info_text(x)} have size 1 is not known while tracing "
+            "(the sizes are unknown); pass axis= to name the axes to remove"
+        )
+    ones = [arith.compare(d, "==", 1) for d in x.shape]
+    undecided = [
+        f"axis {a} has size {d}" for a, (d, one) in enumerate(zip(x.shape, ones)) if one is None
+    ]
+    if undecided:
+        raise InconclusiveShapeError(
+            f"{op_name}: which axes of {info_text(x)} have size 1 is not known while tracing: "
+            f"{', '.join(undecided)}, which may or may not be 1 for the symbols' values, so "
+            "the rank of the result is unknown; pass axis= to name the axes to remove"
+        )
+    return tuple(a for a, one in enumerate(ones) if one)
+
+
 @register
 class Squeeze(Op):
     """``jnp.squeeze``: remove size-1 axes (each named axis must have size 1)."""
@@ -324,10 +351,11 @@ class Squeeze(Op):
         if x.ndim is None or (attrs.axis is None and x.shape is None):
             return TensorInfo(dtype=x.dtype)
         if attrs.axis is None:
-            ones = [arith.compare(d, "==", 1) for d in x.shape]
-            if any(one is None for one in ones):
-                return TensorInfo(dtype=x.dtype)
-            return TensorInfo(tuple(d for d, one in zip(x.shape, ones) if not one), x.dtype)
+            try:
+                axes = size_one_axes(self.name, x)
+            except InconclusiveShapeError:
+                return TensorInfo(dtype=x.dtype)  # rnp.squeeze decides before emitting
+            return TensorInfo(tuple(d for a, d in enumerate(x.shape) if a not in axes), x.dtype)
         axes = normalize_axes(self.name, attrs.axis, x.ndim)
         if x.shape is None:
             return TensorInfo(dtype=x.dtype, ndim=x.ndim - len(axes))
@@ -350,13 +378,11 @@ class Squeeze(Op):
         if attrs.axis is not None:
             axes = set(normalize_axes(self.name, attrs.axis, x.ndim))
         else:
-            ones = [arith.compare(d, "==", 1) for d in x.shape]
-            if any(one is None for one in ones):
-                raise LoweringError(
-                    f"squeeze(axis=None) of shape {format_dims(x.shape)}: which axes have "
-                    "size 1 is not known"
-                )
-            axes = {a for a, one in enumerate(ones) if one}
+            try:
+                axes = set(size_one_axes(self.name, TensorInfo(x.shape, x.dtype)))
+            except InconclusiveShapeError as err:
+                message = f"squeeze(axis=None) of shape {format_dims(x.shape)}: {err.message}"
+                raise LoweringError(message) from None
         shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
 
         def source(i: Sequence[Dim]) -> tuple[Dim, ...]:
@@ -431,5 +457,6 @@ __all__ = [
     "permutation",
     "permute_kernel",
     "require_nonneg",
+    "size_one_axes",
     "swap_permutation",
 ]
