@@ -32,7 +32,14 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.errors import LoweringError, ShapeError
-from relaxjax.ir import Check, InferContext, PrimInfo, StructInfo, TensorInfo, format_dims
+from relaxjax.ir import (
+    Check,
+    InferContext,
+    PrimInfo,
+    StructInfo,
+    TensorInfo,
+    format_dims,
+)
 
 Dim = arith.Dim
 
@@ -176,7 +183,7 @@ def as_tensor_info(info: StructInfo, op_name: str = "op", position: int = 0) -> 
     if isinstance(info, TensorInfo):
         return info
     if isinstance(info, PrimInfo):
-        return TensorInfo((), info.dtype)
+        return TensorInfo((), info.dtype, weak=info.weak)
     raise TypeError(f"{op_name}: argument {position} must be a tensor or a scalar, got {info!r}")
 
 
@@ -190,16 +197,32 @@ def tensor_args(
 
 
 def promote_types(op_name: str, args: Sequence[StructInfo]) -> str:
-    """The jax.numpy (x64) result dtype of ``args``; weak ``PrimInfo`` scalars stay weak."""
+    """The jax.numpy (x64) result dtype of ``args``; weak scalars and tensors stay weak."""
+    return promote_weak(op_name, args)[0]
+
+
+def promote_weak(op_name: str, args: Sequence[StructInfo]) -> tuple[str, bool]:
+    """The jax.numpy (x64) result dtype of ``args`` and whether it is weakly typed
+    (:func:`relaxjax.dtypes.result_type_weak`): ``x_i32 + 2.0`` is a weak float64."""
     tensor_args(op_name, args)
-    return dtypes.result_type(*(operand_type(a) for a in args))
+    return dtypes.result_type_weak(*(operand_type(a) for a in args))
 
 
 def operand_type(info: StructInfo) -> dtypes.Operand:
-    """The promotion operand of an argument: its dtype, or ``Weak`` for a weak scalar."""
+    """The promotion operand of an argument: its dtype, or ``Weak`` for a weakly typed
+    scalar or tensor."""
     if isinstance(info, PrimInfo):
         return info.weak_operand
-    return as_tensor_info(info).dtype
+    return as_tensor_info(info).weak_operand
+
+
+def weak_result(operands: Sequence[dtypes.Operand], dtype: str) -> bool:
+    """Whether an elementwise result of ``dtype`` is weakly typed, as in jax: the promotion
+    of ``operands`` ends at a weak kind (``x_i32 + 2.0``, ``exp(x_bool + 2)``), and the op
+    keeps that kind's default dtype (an op that computes in a fixed dtype, such as int32
+    for bool powers, or bool comparisons, gives a strongly typed result)."""
+    weak = dtypes.result_type_weak(*operands)[1]
+    return weak and dtype in (dtypes.default_int(), dtypes.default_float())
 
 
 def value_type(value: object) -> dtypes.Operand:
@@ -246,11 +269,9 @@ def in_compute_dtype(value: object, dtype: str) -> np.ndarray:
     return np.asarray(value).astype(compute_dtype(dtype))
 
 
-def with_dtype(info: TensorInfo, dtype: str) -> TensorInfo:
-    """``info``'s shape (or rank) with another dtype."""
-    if info.shape is not None:
-        return TensorInfo(info.shape, dtype)
-    return TensorInfo(dtype=dtype, ndim=info.ndim)
+def with_dtype(info: TensorInfo, dtype: str, weak: bool = False) -> TensorInfo:
+    """``info``'s shape (or rank) with another dtype (weakly typed when ``weak``)."""
+    return TensorInfo(info.shape, dtype, info.ndim, weak)
 
 
 def normalize_axis(op_name: str, axis: int, ndim: int) -> int:
@@ -345,16 +366,18 @@ def _one_implies_one(dim: Dim, other: Dim) -> bool:
     return arith.decide_by_cases(decide, (dim, other)) is True
 
 
-def broadcast_infos(ctx: InferContext, infos: Sequence[TensorInfo], dtype: str) -> TensorInfo:
-    """The broadcast result of tensor operands, with the given dtype."""
+def broadcast_infos(
+    ctx: InferContext, infos: Sequence[TensorInfo], dtype: str, weak: bool = False
+) -> TensorInfo:
+    """The broadcast result of tensor operands, with the given dtype (and weak flag)."""
     if any(i.ndim is None for i in infos):
-        return TensorInfo(dtype=dtype)
+        return TensorInfo(dtype=dtype, weak=weak)
     if any(i.shape is None for i in infos):
-        return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0))
+        return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0), weak=weak)
     shape = broadcast_shapes(ctx, [i.shape for i in infos])
     if shape is None:
-        return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos))
-    return TensorInfo(shape, dtype)
+        return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos), weak=weak)
+    return TensorInfo(shape, dtype, weak=weak)
 
 
 def broadcast_to_shape(
@@ -454,6 +477,7 @@ __all__ = [
     "one_or_equal",
     "operand_type",
     "promote_types",
+    "promote_weak",
     "reference_dtype",
     "reference_input",
     "register",
@@ -464,5 +488,6 @@ __all__ = [
     "to_inexact",
     "unsupported_dtype",
     "value_type",
+    "weak_result",
     "with_dtype",
 ]

@@ -117,11 +117,11 @@ class Take(Op):
         if dtypes.is_floating(indices.dtype):
             raise TypeError(f"take: indices must have an integer type, got {indices.dtype}")
         if a.ndim is None or indices.ndim is None:
-            return TensorInfo(dtype=a.dtype)
+            return TensorInfo(dtype=a.dtype, weak=a.weak)
         axis = normalize_axis(self.name, attrs.axis, a.ndim)
         out_ndim = a.ndim - 1 + indices.ndim
         if a.shape is None or indices.shape is None:
-            return TensorInfo(dtype=a.dtype, ndim=out_ndim)
+            return TensorInfo(dtype=a.dtype, ndim=out_ndim, weak=a.weak)
         size = a.shape[axis]
         count = num_elements(indices.shape)
         message = (
@@ -129,7 +129,9 @@ class Take(Op):
             f"{info_text(a)}: the axis is empty"
         )
         ctx.require(Check("le", (arith.min_(count, 1), size), message))
-        return TensorInfo(a.shape[:axis] + indices.shape + a.shape[axis + 1 :], a.dtype)
+        return TensorInfo(
+            a.shape[:axis] + indices.shape + a.shape[axis + 1 :], a.dtype, weak=a.weak
+        )
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = TakeAttrs() if attrs is None else attrs
@@ -297,12 +299,12 @@ class StridedSlice(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
         drop = set(normalize_axes(self.name, attrs.drop, x.ndim))
         out_ndim = x.ndim - len(drop)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=out_ndim)
+            return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
         shape = list(x.shape)
         for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
             _, shape[axis] = slice_extent(x.shape[axis], begin, end, step)
@@ -312,7 +314,9 @@ class StridedSlice(Op):
                     f"{info_text(x)} (size {x.shape[axis]})"
                 )
                 ctx.require(Check("eq", (shape[axis], 1), message))
-        return TensorInfo(tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype)
+        return TensorInfo(
+            tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype, weak=x.weak
+        )
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """``out[i] = x[start + i * step]`` on sliced axes, ``x[start]`` on dropped ones."""

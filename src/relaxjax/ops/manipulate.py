@@ -92,12 +92,12 @@ class Reshape(Op):
         new = attrs.shape
         require_nonneg(ctx, new, f"the new shape {format_dims(new)}")
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=len(new))
+            return TensorInfo(dtype=x.dtype, ndim=len(new), weak=x.weak)
         size = num_elements(x.shape)
         text = f"cannot reshape {info_text(x)} (size {size}) into {format_dims(new)}"
         if not _has_fill(new):
             require_equal(ctx, size, num_elements(new), f"{text} (size {num_elements(new)})")
-            return TensorInfo(new, x.dtype)
+            return TensorInfo(new, x.dtype, weak=x.weak)
         factors = [d for d in new if not (isinstance(d, int) and d == -1)]
         known = num_elements(factors)
         message = (
@@ -110,7 +110,7 @@ class Reshape(Op):
         )
         fill = nonzero_floordiv(size, known)  # the checks above exclude known == 0
         shape = tuple(fill if isinstance(d, int) and d == -1 else d for d in new)
-        return TensorInfo(shape, x.dtype)
+        return TensorInfo(shape, x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -160,8 +160,8 @@ def permutation(op_name: str, axes: Sequence[int] | None, ndim: int) -> tuple[in
 
 def _transposed(x: TensorInfo, perm: tuple[int, ...]) -> TensorInfo:
     if x.shape is None:
-        return TensorInfo(dtype=x.dtype, ndim=len(perm))
-    return TensorInfo(tuple(x.shape[p] for p in perm), x.dtype)
+        return TensorInfo(dtype=x.dtype, ndim=len(perm), weak=x.weak)
+    return TensorInfo(tuple(x.shape[p] for p in perm), x.dtype, weak=x.weak)
 
 
 @register
@@ -177,7 +177,7 @@ class Transpose(Op):
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
             ndim = None if attrs.axes is None else len(attrs.axes)
-            return TensorInfo(dtype=x.dtype, ndim=ndim)
+            return TensorInfo(dtype=x.dtype, ndim=ndim, weak=x.weak)
         return _transposed(x, permutation(self.name, attrs.axes, x.ndim))
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
@@ -231,7 +231,7 @@ class Swapaxes(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         return _transposed(x, swap_permutation(self.name, attrs.axis1, attrs.axis2, x.ndim))
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
@@ -278,12 +278,12 @@ class ExpandDims(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         if x.shape is None:
             out_ndim = x.ndim + len(attrs.axis)
             normalize_axes(self.name, attrs.axis, out_ndim)
-            return TensorInfo(dtype=x.dtype, ndim=out_ndim)
-        return TensorInfo(expanded_shape(self.name, x.shape, attrs.axis), x.dtype)
+            return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
+        return TensorInfo(expanded_shape(self.name, x.shape, attrs.axis), x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -349,23 +349,27 @@ class Squeeze(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None or (attrs.axis is None and x.shape is None):
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         if attrs.axis is None:
             try:
                 axes = size_one_axes(self.name, x)
             except InconclusiveShapeError:
-                return TensorInfo(dtype=x.dtype)  # rnp.squeeze decides before emitting
-            return TensorInfo(tuple(d for a, d in enumerate(x.shape) if a not in axes), x.dtype)
+                return TensorInfo(dtype=x.dtype, weak=x.weak)  # rnp.squeeze decides before emitting
+            return TensorInfo(
+                tuple(d for a, d in enumerate(x.shape) if a not in axes), x.dtype, weak=x.weak
+            )
         axes = normalize_axes(self.name, attrs.axis, x.ndim)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=x.ndim - len(axes))
+            return TensorInfo(dtype=x.dtype, ndim=x.ndim - len(axes), weak=x.weak)
         for a in axes:
             message = (
                 f"cannot squeeze axis {a} of shape {info_text(x)}: "
                 f"its size is {x.shape[a]}, expected 1"
             )
             require_equal(ctx, x.shape[a], 1, message)
-        return TensorInfo(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+        return TensorInfo(
+            tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype, weak=x.weak
+        )
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -424,7 +428,7 @@ class BroadcastTo(Op):
                 f"the target has fewer dimensions ({len(target)} < {x.ndim})"
             )
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=len(target))
+            return TensorInfo(dtype=x.dtype, ndim=len(target), weak=x.weak)
         lead = len(target) - len(x.shape)
         for axis, dim in enumerate(x.shape):
             want = target[lead + axis]
@@ -433,7 +437,7 @@ class BroadcastTo(Op):
                 f"axis {axis} has size {dim}, expected 1 or {want}"
             )
             require_one_or(ctx, dim, want, message)
-        return TensorInfo(target, x.dtype)
+        return TensorInfo(target, x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
