@@ -24,6 +24,7 @@ from relaxjax.errors import ShapeError
 from relaxjax.ir import TensorInfo
 from relaxjax.ops import get
 from relaxjax.ops.base import nonzero_floordiv
+from relaxjax.ops.index import StridedSliceAttrs
 from relaxjax.ops.linalg import EinsumAttrs
 from relaxjax.ops.manipulate import BroadcastToAttrs, ReshapeAttrs
 
@@ -187,6 +188,51 @@ def test_first_row_plus_all_rows_compiles_precisely():
         np.testing.assert_array_equal(np.asarray(got[0]), x[:1] + x)
         np.testing.assert_array_equal(np.asarray(got[1]), np.broadcast_to(x[:1], x.shape) * x)
     assert f.cache_size() == 1
+
+
+# --------------------------------------------------------------------------- slice steps
+
+
+STEPS = [
+    # (step, begin): a step that is a non-negative (or non-positive) dim has its sign,
+    # 0 being refused at run time, as Python and jax refuse a zero step
+    (N, None),
+    (N, 1),
+    (-N, None),
+    (N + 1, None),  # proven >= 1: no check
+    (-N - 2, 3),
+]
+
+
+@pytest.mark.parametrize(("step", "begin"), STEPS)
+def test_slice_with_a_symbolic_step(step, begin):
+    x = TensorInfo((M, 3), "float32")
+    attrs = StridedSliceAttrs((0,), (begin,), (None,), (step,))
+    deduction = deduce("strided_slice", [x], attrs)
+    assert_precise(deduction)
+    proven = arith.compare(step, "!=", 0) is True
+    assert bool(deduction.checks) is not proven
+    for env in _envs(["m", "n"], range(5)):
+        value = arith.subs(step, env)
+        if value == 0:  # jax refuses it (and so do the attrs): a check must fail
+            assert any(not c.holds(env) for c in deduction.checks)
+            continue
+        check_sound("strided_slice", [x], attrs, lambda a, v=value: a[begin::v], env)
+
+
+def test_compiled_slice_by_a_dim():
+    @relax.jit
+    def f(x: relax.Tensor(("m", "k"), "float32")):
+        return x[:: x.shape[1]] * 2, x[:: -x.shape[1]]
+
+    for m, k in [(5, 2), (7, 3), (4, 1), (0, 2)]:
+        x = np.arange(m * k, dtype=np.float32).reshape(m, k)
+        every, backwards = f(x)
+        np.testing.assert_array_equal(np.asarray(every), x[::k] * 2)
+        np.testing.assert_array_equal(np.asarray(backwards), x[::-k])
+    assert f.cache_size() == 1
+    with pytest.raises(ShapeError, match=r"slice step k of axis 0 cannot be zero: requires 1 <= k"):
+        f(np.zeros((3, 0), np.float32))
 
 
 # --------------------------------------------------------------------------- attention

@@ -201,16 +201,30 @@ def _is_dim(value: object) -> bool:
 
 def step_sign(step: Dim) -> int:
     """+1 or -1; ``ValueError`` for a zero step, ``InconclusiveShapeError`` when the sign
-    of a symbolic step is not provable."""
+    of a symbolic step is not provable.
+
+    A symbolic step proven ``>= 0`` (or ``<= 0``) has its sign: 0 is not a valid step
+    (Python and jax refuse it), so ``strided_slice`` checks at run time that it is not 0
+    (:func:`nonzero_step_check`), and ``x[::x.shape[1]]`` deduces its shape.
+    """
     if isinstance(step, int):
         if step == 0:
             raise ValueError("slice step cannot be zero")
         return 1 if step > 0 else -1
-    if arith.compare(step, ">=", 1) is True:
+    if arith.compare(step, ">=", 0) is True:
         return 1
-    if arith.compare(step, "<=", -1) is True:
+    if arith.compare(step, "<=", 0) is True:
         return -1
     raise InconclusiveShapeError(f"the sign of the slice step {step} cannot be proven")
+
+
+def nonzero_step_check(op_name: str, step: Dim, axis: int) -> Check | None:
+    """The run-time check that a symbolic step of known sign is not 0 (None when proven)."""
+    if isinstance(step, int):
+        return None
+    relation = (1, step) if step_sign(step) > 0 else (step, -1)
+    message = f"{op_name}: slice step {step} of axis {axis} cannot be zero"
+    return Check("le", relation, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +321,9 @@ class StridedSlice(Op):
             return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
         shape = list(x.shape)
         for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
+            check = nonzero_step_check(self.name, step, axis)
+            if check is not None:
+                ctx.require(check)
             _, shape[axis] = slice_extent(x.shape[axis], begin, end, step)
             if axis in drop:
                 message = (
@@ -364,6 +381,7 @@ __all__ = [
     "TakeAttrs",
     "fill_element",
     "fill_value",
+    "nonzero_step_check",
     "slice_extent",
     "step_sign",
 ]
