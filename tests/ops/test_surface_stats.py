@@ -466,3 +466,25 @@ def test_docstring_examples(name):
     module = importlib.import_module(f"relaxjax._numpy.{name}")
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0
+
+
+@pytest.mark.parametrize("group", [g for g in GROUPS if g.name not in ("counts", "bools")],
+                         ids=lambda g: g.name)  # fmt: skip
+def test_weak_types_follow_jax(group: Group):
+    """On weakly typed operands (``x + 2.0`` of int32 arrays: weak float64) every result
+    is weakly typed exactly where jax's is (jax's sort keeps the weak type, ``top_k``'s
+    indices too; reductions and conversions do not)."""
+    specs = [((5, 4), "int32"), ((3,), "int32"), ((4,), "int32")]
+    for entry in group.entries:
+
+        def shift(module, entry=entry):
+            return lambda x, y, w: entry.fn(module, x + 2.0, y + 2.0, w + 2.0)
+
+        try:
+            theirs = jax.eval_shape(shift(JNP), *(jax.ShapeDtypeStruct(s, d) for s, d in specs))
+        except Exception:  # noqa: BLE001 - data-dependent: jax cannot say
+            continue
+        ours = relax.eval_shape(shift(RNP), *(relax.Tensor(s, d) for s, d in specs))
+        ours = jax.tree_util.tree_leaves(ours, is_leaf=lambda t: isinstance(t, TensorInfo))
+        expected = [bool(leaf.weak_type) for leaf in jax.tree_util.tree_leaves(theirs)]
+        assert [t.weak for t in ours] == expected, f"{entry.key}: {ours} vs weak {expected}"

@@ -70,7 +70,16 @@ def _length(x: object) -> Dim:
 def _promoted(a: object, b: object) -> tuple[object, object]:
     """``a`` and ``b`` in their common dtype (jax's ``promote_dtypes``)."""
     dtype = dtypes.result_type(_operand(a), _operand(b))
-    return _core.astype(a, dtype), _core.astype(b, dtype)
+    return _as(a, dtype), _as(b, dtype)
+
+
+def _as(x: object, dtype: str) -> object:
+    """``x`` converted to ``dtype`` (kept as it is, weak type included, when it has it)."""
+    return (
+        x
+        if dtype_of(x) == dtype and not isinstance(x, (bool, int, float))
+        else (_core.astype(x, dtype))
+    )
 
 
 def _operand(x: object) -> object:
@@ -81,9 +90,13 @@ def _array(x: object) -> object:
     return x if isinstance(x, Tracer) else np.asarray(x)
 
 
-def _pad(values: object, size: Dim, fill: object) -> object:
-    """The first ``size`` entries of 1-d ``values``, then ``fill`` (a scalar)."""
-    filler = broadcast_to(_core.astype(fill, dtype_of(values)), (size,))
+def _pad(values: object, size: Dim, fill: object, keep_weak: bool = False) -> object:
+    """The first ``size`` entries of 1-d ``values``, then ``fill`` (a scalar); the filler
+    is ``full_like(values)`` (weakly typed with ``values``) when ``keep_weak``."""
+    if keep_weak:
+        filler = _core.full_like(values, fill, shape=(size,))
+    else:
+        filler = broadcast_to(_core.astype(fill, dtype_of(values)), (size,))
     return getitem(concatenate([values, filler]), slice(None, size))
 
 
@@ -159,9 +172,8 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     kept = take_masked(ar1, emit("logical_not", (_member(ar1, ar2),)), 0)
     if size is None:
         return kept
-    return _pad(
-        kept, _size("setdiff1d", size, kept), _fill(0 if fill_value is None else fill_value)
-    )
+    fill = _fill(0 if fill_value is None else fill_value)
+    return _pad(kept, _size("setdiff1d", size, kept), fill, keep_weak=True)  # jax's full_like
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):

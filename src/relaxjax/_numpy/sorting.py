@@ -184,6 +184,7 @@ def argpartition(a, kth, axis=-1):
             index_dtype="int32",
             size=size,
             start=start,
+            weak_indices=True,  # jax's come from top_k
         )
 
     bottom = emit("sort", (a,), window(0, kth + 1))
@@ -216,7 +217,13 @@ def top_k(operand, k, *, axis=-1):
                 f"k={k} with shape={list(_shape(operand))} and axis={axis}"
             )
     attrs = SortKeysAttrs(
-        axis, descending=True, total_order=True, indices=True, index_dtype="int32", size=k
+        axis,
+        descending=True,
+        total_order=True,
+        indices=True,
+        index_dtype="int32",
+        size=k,
+        weak_indices=True,
     )
     return emit("sort", (operand,), attrs)
 

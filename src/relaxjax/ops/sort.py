@@ -91,8 +91,9 @@ class SortKeysAttrs:
     """Attributes of ``sort``: the axis, how many operands are keys (``num_keys``, None:
     all), the order (``descending``, ``total_order``), which results to return
     (``values``: every operand in sorted order, ``indices``: the
-    positions, as ``index_dtype``) and the window of the sorted axis returned: ``size``
-    positions (None: to the end) from ``start`` (``top_k``'s ``k`` is ``size=k``)."""
+    positions, as ``index_dtype``, weakly typed with a weak first key when
+    ``weak_indices``: ``lax.top_k``'s rule) and the window of the sorted axis returned:
+    ``size`` positions (None: to the end) from ``start`` (``top_k``'s ``k`` is ``size=k``)."""
 
     axis: int
     descending: bool = False
@@ -103,6 +104,7 @@ class SortKeysAttrs:
     size: Dim | None = None
     start: Dim = 0
     num_keys: int | None = None
+    weak_indices: bool = False
 
     def __post_init__(self) -> None:
         check_int("SortKeysAttrs", "axis", self.axis)
@@ -110,7 +112,7 @@ class SortKeysAttrs:
             check_int("SortKeysAttrs", "num_keys", self.num_keys)
             if self.num_keys < 1:
                 raise ValueError(f"SortKeysAttrs.num_keys must be >= 1, got {self.num_keys}")
-        for name in ("descending", "total_order", "values", "indices"):
+        for name in ("descending", "total_order", "values", "indices", "weak_indices"):
             check_flag("SortKeysAttrs", name, getattr(self, name))
         if not (self.values or self.indices):
             raise ValueError("SortKeysAttrs: one of values and indices must be returned")
@@ -215,10 +217,11 @@ class Sort(Op):
             shape = list(keys[0].shape)
             shape[axis] = _window(ctx, attrs, shape[axis])
         ndim = keys[0].ndim
-        if attrs.values:
-            results.extend(TensorInfo(shape, k.dtype, ndim) for k in keys)
+        if attrs.values:  # each keeps its operand's weak type, as jax's sort
+            results.extend(TensorInfo(shape, k.dtype, ndim, k.weak) for k in keys)
         if attrs.indices:
-            results.append(TensorInfo(shape, attrs.index_dtype, ndim))
+            weak = attrs.weak_indices and keys[0].weak
+            results.append(TensorInfo(shape, attrs.index_dtype, ndim, weak))
         return results[0] if len(results) == 1 else TupleInfo(tuple(results))
 
     def reference(self, *arrays: object, attrs=None) -> object:

@@ -399,12 +399,15 @@ class Unique(Op):
         slices = _slices(self.name, x, attrs.axis)
         _check_perm(self.name, ctx, slices, perm)
         size = attrs.size
+        # values keep x's weak type, as jax's gather of them, unless a fill_value (which
+        # jax converts to a strong array) pads them
+        weak = x.weak and attrs.fill_value is None
         if slices.axis is None:
-            values = TensorInfo((size,), x.dtype)
+            values = TensorInfo((size,), x.dtype, weak=weak)
             inverse = TensorInfo(x.shape, "int64")
         else:
             a = slices.axis
-            values = TensorInfo(x.shape[:a] + (size,) + x.shape[a + 1 :], x.dtype)
+            values = TensorInfo(x.shape[:a] + (size,) + x.shape[a + 1 :], x.dtype, weak=weak)
             inverse = TensorInfo((slices.count,), "int64")
         fields = [values]
         if attrs.return_index:
