@@ -13,6 +13,7 @@ exports exactly their ``__all__``.
 """
 
 from relaxjax._numpy import core as _core
+from relaxjax._numpy import counting as _counting
 from relaxjax._numpy import datadep as _datadep
 from relaxjax._numpy import quantile as _quantile
 from relaxjax._numpy import reduction as _reduction
@@ -21,6 +22,7 @@ from relaxjax._numpy import shape as _shape
 from relaxjax._numpy import sorting as _sorting
 from relaxjax._numpy import statistics as _statistics
 from relaxjax._numpy.core import *  # noqa: F403
+from relaxjax._numpy.counting import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
 from relaxjax._numpy.quantile import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
@@ -32,6 +34,7 @@ from relaxjax._numpy.statistics import *  # noqa: F403
 __all__ = sorted(
     {
         *_core.__all__,
+        *_counting.__all__,
         *_datadep.__all__,
         *_quantile.__all__,
         *_reduction.__all__,

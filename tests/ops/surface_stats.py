@@ -128,6 +128,15 @@ REDUCTIONS = (
     E("nancumprod", lambda m, x, y, w: m.nancumprod(x)),
     E("cumulative_sum", lambda m, x, y, w: m.cumulative_sum(y, include_initial=True)),
     E("cumulative_prod", lambda m, x, y, w: m.cumulative_prod(x, axis=1)),
+    E("cov", lambda m, x, y, w: m.cov(x, rowvar=False)),
+    E(
+        "cov_weights",
+        lambda m, x, y, w: m.cov(
+            x, rowvar=False, ddof=0, aweights=m.abs(x[:, 0]), fweights=(x[:, 1] > 0).astype("int32")
+        ),
+        "cov",
+    ),
+    E("corrcoef", lambda m, x, y, w: m.corrcoef(x, rowvar=False)),
 )
 
 ORDER = (
@@ -212,6 +221,16 @@ SETS = (
         "histogram",
     ),
     E("histogram_bin_edges", lambda m, x, y, w: m.histogram_bin_edges(w, bins=4)),
+    E(
+        "histogram2d",
+        lambda m, x, y, w: m.histogram2d(x[:, 0], x[:, 1], bins=[2, 3], range=[(-2, 3), (0, 4)]),
+    ),
+    E(
+        "histogramdd",
+        lambda m, x, y, w: m.histogramdd(
+            x, bins=2, range=[(-3, 5)] * 4, weights=x[:, 0], density=True
+        ),
+    ),
 )
 
 COUNTS = (  # integer input

@@ -50,7 +50,7 @@ ADDED = {
     "argsort", "partition", "argpartition", "lexsort", "searchsorted", "digitize",
     "bincount", "top_k", "unique_all", "unique_counts", "unique_inverse", "unique_values",
     "isin", "intersect1d", "union1d", "setdiff1d", "setxor1d", "histogram",
-    "histogram_bin_edges",
+    "histogram_bin_edges", "histogram2d", "histogramdd", "cov", "corrcoef",
 }  # fmt: skip
 
 #: Groups and dtypes run by default; the others under -m slow.
@@ -458,7 +458,7 @@ def test_a_run_time_violation_names_the_op():
         program(np.zeros((3, 2), np.float32))
 
 
-@pytest.mark.parametrize("name", ["statistics", "quantile", "sorting", "sets"])
+@pytest.mark.parametrize("name", ["statistics", "quantile", "sorting", "sets", "counting"])
 def test_docstring_examples(name):
     import doctest
     import importlib

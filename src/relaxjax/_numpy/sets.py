@@ -1,7 +1,6 @@
-"""Set operations and counting of ``relaxjax.numpy``: ``isin``, ``intersect1d``,
-``union1d``, ``setdiff1d``, ``setxor1d``, the array-API ``unique_all``,
-``unique_counts``, ``unique_inverse``, ``unique_values``, and ``bincount``,
-``histogram``, ``histogram_bin_edges``.
+"""Set operations of ``relaxjax.numpy``: ``isin``, ``intersect1d``, ``union1d``,
+``setdiff1d``, ``setxor1d`` and the array-API ``unique_all``, ``unique_counts``,
+``unique_inverse``, ``unique_values``.
 
 Compositions of ``unique`` (a sort and a count of runs), the ``sort`` and
 ``searchsorted`` ops and boolean masks; nothing compares every pair (``isin`` is a
@@ -19,7 +18,6 @@ Tensor((n, 2), "bool")
 from __future__ import annotations
 
 import math
-import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -30,18 +28,12 @@ from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy.datadep import _size, unique
 from relaxjax._numpy.mask import take_masked
 from relaxjax._numpy.reduction import dtype_of, shape_of
-from relaxjax._numpy.shape import _rank, _static_scalar, broadcast_to, concatenate, getitem, reshape
-from relaxjax._numpy.sorting import searchsorted
-from relaxjax.ops.base import to_inexact
-from relaxjax.ops.counting import BincountAttrs, BincountLengthAttrs
+from relaxjax._numpy.shape import _static_scalar, broadcast_to, concatenate, getitem, reshape
 from relaxjax.ops.search import SearchAttrs
 from relaxjax.ops.sort import SortKeysAttrs
-from relaxjax.trace import Tracer, data_dependent_size, emit
+from relaxjax.trace import Tracer, emit
 
 __all__ = [
-    "bincount",
-    "histogram",
-    "histogram_bin_edges",
     "intersect1d",
     "isin",
     "setdiff1d",
@@ -280,126 +272,3 @@ def unique_inverse(x, /, *, size=None, fill_value=None):
 def unique_values(x, /, *, size=None, fill_value=None):
     """``jnp.unique_values``: the sorted distinct values (NaNs distinct)."""
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
-
-
-# --------------------------------------------------------------------------- counting
-
-
-def bincount(x, weights=None, minlength=0, *, length=None):
-    """``jnp.bincount``: per bin ``0 .. length - 1``, the count (or the sum of
-    ``weights``) of the elements of the 1-d integer ``x`` equal to it; negative
-    elements count into bin 0, elements past the last bin are dropped. Without
-    ``length`` it is ``max(minlength, max(x) + 1)``: a fresh symbol while tracing."""
-    x = _array(x)
-    if dtype_of(x) == "bool":
-        x = _core.astype(x, "int32")
-    if not dtypes.is_integer(dtype_of(x)):
-        raise TypeError(f"x argument to bincount must have an integer type; got {dtype_of(x)}")
-    if _rank(x) != 1:
-        raise ValueError("only 1-dimensional input supported.")
-    minlength = operator.index(minlength)
-    if minlength < 0:
-        raise ValueError(f"minlength must be non-negative, got {minlength}")
-    if length is None:
-        dtype = dtype_of(x)
-        bound = int(np.iinfo(dtypes.to_numpy(dtype)).max)  # max(x) + 1 at most
-        attrs = BincountLengthAttrs(minlength)
-        length = data_dependent_size("bincount_length", (x,), attrs, max(bound, minlength), "b")
-    elif not isinstance(length, arith.Expr):
-        length = operator.index(length)
-    operands = (x,)
-    if weights is not None:
-        weights = _array(weights)
-        if _rank(weights) != 1 or arith.compare(_length(weights), "==", _length(x)) is False:
-            raise ValueError(
-                "type of weights must match type of x. Got "
-                f"shape {tuple(shape_of(x))} and shape {tuple(shape_of(weights))}"
-            )
-        operands = (x, weights)
-    return emit("bincount", operands, BincountAttrs(length))
-
-
-def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - jax's name
-    """``jnp.histogram_bin_edges``: ``bins`` (a 1-d array) as the inexact dtype of
-    ``a``, or ``bins + 1`` evenly spaced edges over ``range`` (default: ``a``'s
-    minimum and maximum; an empty range is widened by 0.5 on each side)."""
-    del weights  # jax ignores them too (no string bins)
-    if isinstance(bins, str):
-        raise NotImplementedError("string values for `bins` not implemented.")
-    a = _array(a)
-    dtype = to_inexact(dtype_of(a))
-    if np.ndim(bins) == 1 or (isinstance(bins, Tracer) and bins.ndim == 1):
-        return _core.astype(_array(bins), dtype)
-    count = operator.index(bins)
-    if range is None:
-        low, high = _reduction.min(a), _reduction.max(a)
-    else:
-        low, high = _bounds(range)
-    low, high = _core.astype(low, dtype), _core.astype(high, dtype)
-    empty = emit("equal", (emit("subtract", (high, low)), 0))
-    low = _core.where(empty, emit("subtract", (low, 0.5)), low)
-    high = _core.where(empty, emit("add", (high, 0.5)), high)
-    return _even_edges(low, high, count, dtype)
-
-
-def _bounds(range_: object) -> tuple[object, object]:  # noqa: A002
-    """The two ends of a histogram ``range`` (a pair of scalars, or a 2-element array)."""
-    if isinstance(range_, Tracer):
-        if tuple(range_.shape) != (2,):
-            raise ValueError(f"`range` must be either None or a sequence of scalars, got {range_}")
-        return getitem(range_, 0), getitem(range_, 1)
-    if isinstance(range_, np.ndarray) or not isinstance(range_, (tuple, list)):
-        range_ = np.asarray(range_)
-        if range_.shape != (2,):
-            raise ValueError(f"`range` must be either None or a sequence of scalars, got {range_}")
-    if len(range_) != 2 or any(not isinstance(r, Tracer) and np.ndim(r) != 0 for r in range_):
-        raise ValueError(f"`range` must be either None or a sequence of scalars, got {range_}")
-    return _array(range_[0]), _array(range_[1])
-
-
-def _even_edges(low: object, high: object, count: int, dtype: str) -> object:
-    """``count + 1`` edges from ``low`` to ``high`` (0-d), as jax's ``linspace``:
-    ``low * (1 - t) + high * t`` for ``t = i / count``, then ``high`` itself."""
-    if count < 0:
-        raise ValueError(f"Number of samples, {count + 1}, must be non-negative.")
-    last = reshape(high, (1,))
-    if count == 0:
-        return last
-    step = np.arange(count, dtype=dtypes.to_numpy(dtype)) / np.asarray(
-        count, dtypes.to_numpy(dtype)
-    )
-    step = step.astype(dtypes.to_numpy(dtype))
-    inner = emit("add", (emit("multiply", (low, 1 - step)), emit("multiply", (high, step))))
-    return concatenate([inner, last])
-
-
-def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
-    """``jnp.histogram``: the (weighted) counts of ``a``'s elements in each bin and the
-    bin edges; bins are closed on the left except the last (closed on both sides);
-    ``density`` divides by the bin widths and the total. NaNs are not counted."""
-    a = _array(a)
-    if weights is None:
-        a = _core.astype(a, to_inexact(dtype_of(a)))
-        weights = _core.ones_like(a)
-    else:
-        weights = _array(weights)
-        if not _same_shape(shape_of(a), shape_of(weights)):
-            raise ValueError("weights should have the same shape as a.")
-        dtype = to_inexact(dtypes.promote(dtype_of(a), dtype_of(weights)))
-        a, weights = _core.astype(a, dtype), _core.astype(weights, dtype)
-    edges = histogram_bin_edges(a, bins, range)
-    count = _length(edges)
-    flat = _ravel(a)
-    index = searchsorted(edges, flat, side="right")
-    last = emit("equal", (flat, getitem(edges, -1)))
-    index = _core.where(last, emit("subtract", (count, 1)), index)
-    counts = emit("bincount", (index, _ravel(weights)), BincountAttrs(count))
-    counts = getitem(counts, slice(1, None))
-    if density:
-        widths = emit("subtract", (getitem(edges, slice(1, None)), getitem(edges, slice(None, -1))))
-        counts = emit("divide", (emit("divide", (counts, widths)), _reduction.sum(counts)))
-    return counts, edges
-
-
-def _same_shape(a, b) -> bool:
-    return len(a) == len(b) and all(arith.compare(x, "==", y) is not False for x, y in zip(a, b))
