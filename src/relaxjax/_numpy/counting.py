@@ -23,6 +23,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import reduction as _reduction
+from relaxjax._numpy.operands import array_of, leading_dim, ravel
 from relaxjax._numpy.reduction import dtype_of, shape_of
 from relaxjax._numpy.shape import _rank, concatenate, getitem, reshape, stack
 from relaxjax._numpy.sorting import searchsorted
@@ -36,24 +37,12 @@ __all__ = ["bincount", "histogram", "histogram2d", "histogram_bin_edges", "histo
 Dim = arith.Dim
 
 
-def _array(x: object) -> object:
-    return x if isinstance(x, Tracer) else np.asarray(x)
-
-
-def _length(x: object) -> Dim:
-    return shape_of(x)[0]
-
-
-def _ravel(x: object) -> object:
-    return reshape(x, (-1,))
-
-
 def bincount(x, weights=None, minlength=0, *, length=None):
     """``jnp.bincount``: per bin ``0 .. length - 1``, the count (or the sum of
     ``weights``) of the elements of the 1-d integer ``x`` equal to it; negative
     elements count into bin 0, elements past the last bin are dropped. Without
     ``length`` it is ``max(minlength, max(x) + 1)``: a fresh symbol while tracing."""
-    x = _array(x)
+    x = array_of(x)
     if dtype_of(x) == "bool":
         x = _core.astype(x, "int32")
     if not dtypes.is_integer(dtype_of(x)):
@@ -72,8 +61,11 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         length = operator.index(length)
     operands = (x,)
     if weights is not None:
-        weights = _array(weights)
-        if _rank(weights) != 1 or arith.compare(_length(weights), "==", _length(x)) is False:
+        weights = array_of(weights)
+        if (
+            _rank(weights) != 1
+            or arith.compare(leading_dim(weights), "==", leading_dim(x)) is False
+        ):
             raise ValueError(
                 "type of weights must match type of x. Got "
                 f"shape {tuple(shape_of(x))} and shape {tuple(shape_of(weights))}"
@@ -89,10 +81,10 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 - j
     del weights  # jax ignores them too (no string bins)
     if isinstance(bins, str):
         raise NotImplementedError("string values for `bins` not implemented.")
-    a = _array(a)
+    a = array_of(a)
     dtype = to_inexact(dtype_of(a))
     if np.ndim(bins) == 1 or (isinstance(bins, Tracer) and bins.ndim == 1):
-        return _core.astype(_array(bins), dtype)
+        return _core.astype(array_of(bins), dtype)
     count = operator.index(bins)
     if range is None:
         low, high = _reduction.min(a), _reduction.max(a)
@@ -117,7 +109,7 @@ def _bounds(range_: object) -> tuple[object, object]:  # noqa: A002
             raise ValueError(f"`range` must be either None or a sequence of scalars, got {range_}")
     if len(range_) != 2 or any(not isinstance(r, Tracer) and np.ndim(r) != 0 for r in range_):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range_}")
-    return _array(range_[0]), _array(range_[1])
+    return array_of(range_[0]), array_of(range_[1])
 
 
 def _even_edges(low: object, high: object, count: int, dtype: str) -> object:
@@ -140,23 +132,23 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     """``jnp.histogram``: the (weighted) counts of ``a``'s elements in each bin and the
     bin edges; bins are closed on the left except the last (closed on both sides);
     ``density`` divides by the bin widths and the total. NaNs are not counted."""
-    a = _array(a)
+    a = array_of(a)
     if weights is None:
         a = _core.astype(a, to_inexact(dtype_of(a)))
         weights = _core.ones_like(a)
     else:
-        weights = _array(weights)
+        weights = array_of(weights)
         if not _same_shape(shape_of(a), shape_of(weights)):
             raise ValueError("weights should have the same shape as a.")
         dtype = to_inexact(dtypes.promote(dtype_of(a), dtype_of(weights)))
         a, weights = _core.astype(a, dtype), _core.astype(weights, dtype)
     edges = histogram_bin_edges(a, bins, range)
-    count = _length(edges)
-    flat = _ravel(a)
+    count = leading_dim(edges)
+    flat = ravel(a)
     index = searchsorted(edges, flat, side="right")
     last = emit("equal", (flat, getitem(edges, -1)))
     index = _core.where(last, emit("subtract", (count, 1)), index)
-    counts = emit("bincount", (index, _ravel(weights)), BincountAttrs(count))
+    counts = emit("bincount", (index, ravel(weights)), BincountAttrs(count))
     counts = getitem(counts, slice(1, None))
     if density:
         widths = emit("subtract", (getitem(edges, slice(1, None)), getitem(edges, slice(None, -1))))
@@ -177,7 +169,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     one int or array for every dimension, or one per dimension; ``range`` a pair (or
     None) per dimension; ``density`` divides by the total and the bin volumes. Each
     dimension's bins are closed on the left except the last, as :func:`histogram`."""
-    sample = _array(sample)
+    sample = array_of(sample)
     if _rank(sample) != 2:
         raise ValueError(f"histogramdd: sample must be a 2-d (N, D) array, got {sample!r}")
     count, dims = shape_of(sample)
@@ -186,8 +178,8 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     if weights is None:
         sample = _core.astype(sample, to_inexact(dtype_of(sample)))
     else:
-        weights = _array(weights)
-        if _rank(weights) != 1 or arith.compare(_length(weights), "==", count) is False:
+        weights = array_of(weights)
+        if _rank(weights) != 1 or arith.compare(leading_dim(weights), "==", count) is False:
             raise ValueError("should have one weight for each sample.")
         dtype = to_inexact(dtypes.promote(dtype_of(sample), dtype_of(weights)))
         sample, weights = _core.astype(sample, dtype), _core.astype(weights, dtype)
@@ -207,7 +199,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
         on_last = emit("equal", (column, getitem(edge, -1)))
         indices.append(_core.where(on_last, emit("subtract", (index, 1)), index))
         edges.append(edge)
-    sizes = tuple(_length(e) + 1 for e in edges)
+    sizes = tuple(leading_dim(e) + 1 for e in edges)
     flat = _ravel_clipped(indices, sizes)
     total = math.prod(sizes)
     operands = (flat,) if weights is None else (flat, weights)
@@ -253,7 +245,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa:
     """``jnp.histogram2d``: :func:`histogramdd` of the samples ``(x[i], y[i])``; returns
     the counts and the two dimensions' edges. ``bins`` is an int or array for both, or a
     pair."""
-    x, y = _array(x), _array(y)
+    x, y = array_of(x), array_of(y)
     try:
         pairs = len(bins)
     except TypeError:

@@ -33,6 +33,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import reduction as _reduction
+from relaxjax._numpy.operands import array_of
 from relaxjax._numpy.reduction import dtype_of, shape_of
 from relaxjax._numpy.shape import (
     _int,
@@ -50,7 +51,7 @@ from relaxjax._numpy.statistics import any as any_
 from relaxjax.ops.axes import normalize_axes
 from relaxjax.ops.base import normalize_axis, to_inexact
 from relaxjax.ops.sort import SortKeysAttrs
-from relaxjax.trace import Tracer, emit
+from relaxjax.trace import emit
 
 __all__ = [
     "median",
@@ -79,11 +80,6 @@ def _ceil(x: object, dtype: str) -> object:
     """``ceil(x)`` of float ``x`` (exact below ``2**63``)."""
     whole = _core.astype(_core.astype(x, "int64"), dtype)
     return emit("add", (whole, _core.astype(emit("less", (whole, x)), dtype)))
-
-
-def _q_array(q: object) -> object:
-    """``q`` as an array operand: a traced value, or a constant (Python floats are float64)."""
-    return q if isinstance(q, Tracer) else np.asarray(q)
 
 
 def _dim_value(dim: Dim, dtype: str) -> object:
@@ -300,7 +296,7 @@ def _quantile(op_name, a, q, axis, method, keepdims, squash, weights):
     else:
         dtype = to_inexact(dtype_of(a))
     a = _core.astype(a, dtype)
-    q = _q_array(q)
+    q = array_of(q)
     if _rank(q) > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {tuple(shape_of(q))}")
     if not dtypes.is_floating(dtype_of(q)):
@@ -357,7 +353,7 @@ def nanquantile(
 
 def _percent(q: object) -> object:
     """``q / 100`` with ``q`` made inexact (percentiles)."""
-    q = _q_array(q)
+    q = array_of(q)
     return emit("divide", (_core.astype(q, to_inexact(dtype_of(q))), 100))
 
 

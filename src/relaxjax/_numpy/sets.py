@@ -27,8 +27,9 @@ from relaxjax._numpy import core as _core
 from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy.datadep import _size, unique
 from relaxjax._numpy.mask import take_masked
-from relaxjax._numpy.reduction import dtype_of, shape_of
-from relaxjax._numpy.shape import _static_scalar, broadcast_to, concatenate, getitem, reshape
+from relaxjax._numpy.operands import array_of, leading_dim, promoted, ravel
+from relaxjax._numpy.reduction import dtype_of
+from relaxjax._numpy.shape import _static_scalar, broadcast_to, concatenate, getitem
 from relaxjax.ops.search import SearchAttrs
 from relaxjax.ops.sort import SortKeysAttrs
 from relaxjax.trace import Tracer, emit
@@ -49,37 +50,6 @@ Dim = arith.Dim
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _ravel(x: object) -> object:
-    return reshape(x, (-1,))
-
-
-def _length(x: object) -> Dim:
-    return shape_of(x)[0]
-
-
-def _promoted(a: object, b: object) -> tuple[object, object]:
-    """``a`` and ``b`` in their common dtype (jax's ``promote_dtypes``)."""
-    dtype = dtypes.result_type(_operand(a), _operand(b))
-    return _as(a, dtype), _as(b, dtype)
-
-
-def _as(x: object, dtype: str) -> object:
-    """``x`` converted to ``dtype`` (kept as it is, weak type included, when it has it)."""
-    return (
-        x
-        if dtype_of(x) == dtype and not isinstance(x, (bool, int, float))
-        else (_core.astype(x, dtype))
-    )
-
-
-def _operand(x: object) -> object:
-    return dtypes.weak_of(x) if isinstance(x, (bool, int, float)) else dtype_of(x)
-
-
-def _array(x: object) -> object:
-    return x if isinstance(x, Tracer) else np.asarray(x)
 
 
 def _pad(values: object, size: Dim, fill: object, keep_weak: bool = False) -> object:
@@ -103,7 +73,7 @@ def _smallest_or_zero(values: object) -> object:
     else:
         highest = int(np.iinfo(dtypes.to_numpy(dtype)).max)
     smallest = _reduction.min(values, initial=highest)
-    return _core.where(emit("greater", (_length(values), 0)), smallest, 0)
+    return _core.where(emit("greater", (leading_dim(values), 0)), smallest, 0)
 
 
 def _sized(values: object, size: object, fill_value: object) -> object:
@@ -140,8 +110,8 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
             f"method={method!r} is not implemented; options are 'compare_all', "
             "'binary_search', 'sort', and 'auto'"
         )
-    element, test_elements = _promoted(_array(element), _array(test_elements))
-    found = _member(element, _ravel(test_elements))
+    element, test_elements = promoted(array_of(element), array_of(test_elements))
+    found = _member(element, ravel(test_elements))
     return emit("logical_not", (found,)) if invert else found
 
 
@@ -150,7 +120,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
     """``jnp.union1d``: the sorted distinct elements of both arrays (flattened)."""
-    joined = concatenate([_array(ar1), _array(ar2)], axis=None)
+    joined = concatenate([array_of(ar1), array_of(ar2)], axis=None)
     return unique(joined, size=size, fill_value=fill_value)
 
 
@@ -158,7 +128,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """``jnp.setdiff1d``: the sorted distinct elements of ``ar1`` not in ``ar2`` (with
     ``assume_unique``, ``ar1``'s elements in their order); with ``size``, padded with
     ``fill_value`` (default 0)."""
-    ar1, ar2 = _promoted(_ravel(_array(ar1)), _ravel(_array(ar2)))
+    ar1, ar2 = promoted(ravel(array_of(ar1)), ravel(array_of(ar2)))
     if not assume_unique:
         ar1 = unique(ar1)
     kept = take_masked(ar1, emit("logical_not", (_member(ar1, ar2),)), 0)
@@ -172,7 +142,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """``jnp.setxor1d``: the sorted elements in exactly one of the arrays (NaNs, never
     equal, always are); with ``size``, padded with ``fill_value`` (default: the
     smallest result, 0 without one)."""
-    ar1, ar2 = _promoted(_ravel(_array(ar1)), _ravel(_array(ar2)))
+    ar1, ar2 = promoted(ravel(array_of(ar1)), ravel(array_of(ar2)))
     if not assume_unique:
         ar1, ar2 = unique(ar1), unique(ar2)
     values, counts = unique(concatenate([ar1, ar2]), return_counts=True, equal_nan=False)
@@ -184,8 +154,8 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     ``return_indices``, the position of each one's first occurrence in each array
     (flattened). With ``size``, values are padded with ``fill_value`` (default: the
     smallest one, 0 without one) and positions with the arrays' sizes."""
-    ar1, ar2 = _promoted(_ravel(_array(ar1)), _ravel(_array(ar2)))
-    n1, n2 = _length(ar1), _length(ar2)
+    ar1, ar2 = promoted(ravel(array_of(ar1)), ravel(array_of(ar2)))
+    n1, n2 = leading_dim(ar1), leading_dim(ar2)
     first1 = first2 = None
     if not assume_unique:
         if return_indices:
@@ -205,7 +175,9 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     if not return_indices:
         return _sized(values, size, fill_value)
     in1 = take_masked(getitem(order, slice(None, -1)), pairs, 0)
-    in2 = emit("subtract", (take_masked(getitem(order, slice(1, None)), pairs, 0), _length(ar1)))
+    in2 = emit(
+        "subtract", (take_masked(getitem(order, slice(1, None)), pairs, 0), leading_dim(ar1))
+    )
     if first1 is not None:
         in1, in2 = getitem(first1, in1), getitem(first2, in2)
     if size is None:

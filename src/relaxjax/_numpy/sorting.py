@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax._numpy.operands import promoted
+from relaxjax._numpy.reduction import dtype_of, shape_of
 from relaxjax._numpy.shape import _int, _rank, concatenate, getitem, reshape
 from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.creation import LikeAttrs
@@ -41,16 +43,6 @@ Dim = arith.Dim
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _shape(x: object) -> tuple[Dim, ...]:
-    return tuple(x.shape) if isinstance(x, Tracer) else np.shape(x)
-
-
-def _dtype(x: object) -> str:
-    if isinstance(x, Tracer):
-        return x.dtype
-    return dtypes.canonical(np.asarray(x).dtype)
 
 
 def _check_kind(op_name: str, kind: object, order: object) -> None:
@@ -122,7 +114,7 @@ def lexsort(keys, axis=-1):
         raise TypeError(f"lexsort: keys must be a sequence of arrays, got {keys!r}")
     if not keys:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
-    shapes = [_shape(k) for k in keys]
+    shapes = [shape_of(k) for k in keys]
     ranks = {len(s) for s in shapes}
     if len(ranks) > 1 or any(
         arith.compare(d0, "==", d1) is False for s in shapes[1:] for d0, d1 in zip(shapes[0], s)
@@ -147,13 +139,13 @@ def _kth(op_name: str, a: object, kth: object, axis: object) -> tuple[int, Dim, 
     if ndim == 0:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     axis = normalize_axis(op_name, _int(axis, f"{op_name} axis"), ndim)
-    if _dtype(a) == "bool":
+    if dtype_of(a) == "bool":
         raise TypeError(
             "neg does not accept dtype bool. Accepted dtypes are subtypes of integer, "
             "floating, complexfloating."
         )
     kth = _int(kth, f"{op_name} kth")
-    length = _shape(a)[axis]
+    length = shape_of(a)[axis]
     if isinstance(length, int) and not -length <= kth < length:
         raise ValueError(f"axis {kth} is out of bounds for array of dimension {length}")
     return axis, length, (kth + length if kth < 0 else kth)
@@ -210,11 +202,11 @@ def top_k(operand, k, *, axis=-1):
         k = _int(k, "top_k k")
         if k < 0:
             raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
-        length = _shape(operand)[axis] if ndim is not None else None
+        length = shape_of(operand)[axis] if ndim is not None else None
         if isinstance(length, int) and k > length:
             raise ValueError(
                 "k argument to top_k must be no larger than size along axis; got "
-                f"k={k} with shape={list(_shape(operand))} and axis={axis}"
+                f"k={k} with shape={list(shape_of(operand))} and axis={axis}"
             )
     attrs = SortKeysAttrs(
         axis,
@@ -246,24 +238,10 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         raise ValueError(f"side={side!r} not recognized; expected 'left' or 'right'")
     if _rank(a) != 1:
         raise ValueError("a should be 1-dimensional")
-    dtype = dtypes.result_type(_operand(a), _operand(v))
-    a, v = _as(a, dtype), _as(v, dtype)
+    a, v = promoted(a, v)
     if sorter is not None:
         a = getitem(a, sorter)
     return emit("searchsorted", (a, v), SearchAttrs(side, "int32"))
-
-
-def _operand(x: object) -> object:
-    """The promotion operand of ``x`` (Python scalars are weak)."""
-    if isinstance(x, (bool, int, float)):
-        return dtypes.weak_of(x)
-    return _dtype(x)
-
-
-def _as(x: object, dtype: str) -> object:
-    if isinstance(x, (bool, int, float)):
-        return np.asarray(x, dtypes.to_numpy(dtype))
-    return x if _dtype(x) == dtype else emit("astype", (x,), AstypeAttrs(dtype))
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -271,14 +249,14 @@ def digitize(x, bins, right=False, *, method=None):
     is 1-d, increasing or decreasing; ``right`` makes bins closed on the right."""
     if _rank(bins) != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
-    count = _shape(bins)[0]
+    count = shape_of(bins)[0]
     if count == 0:
         return emit("zeros_like", (x,), LikeAttrs("int32", None))
     side = "left" if right else "right"
     kwargs = {} if method is None else {"method": method}
     # the ends, read from bins and one more element: in bounds even when bins turns out
     # empty at run time (then both searches give 0)
-    padded = concatenate([bins, np.zeros(1, dtypes.to_numpy(_dtype(bins)))])
+    padded = concatenate([bins, np.zeros(1, dtypes.to_numpy(dtype_of(bins)))])
     last = getitem(padded, count - 1 if isinstance(count, int) else arith.max_(count - 1, 0))
     increasing = emit("greater_equal", (last, getitem(padded, 0)))
     up = searchsorted(bins, x, side=side, **kwargs)

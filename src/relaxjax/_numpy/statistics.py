@@ -23,6 +23,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import reduction as _reduction
+from relaxjax._numpy.operands import array_of
 from relaxjax._numpy.reduction import _check_where, _moment_dtypes, dtype_of, mean, shape_of
 from relaxjax._numpy.shape import (
     _axes_or_none,
@@ -463,7 +464,7 @@ def _rows(x: object) -> object:
 
 
 def _weights_of(name: str, weights: object, samples: Dim, integer: bool) -> object:
-    weights = weights if isinstance(weights, Tracer) else np.asarray(weights)
+    weights = array_of(weights)
     if _rank(weights) > 1:
         raise RuntimeError(f"cannot handle multidimensional {name}")
     if arith.compare(shape_of(weights)[0], "==", samples) is False:
@@ -479,9 +480,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     ``N - ddof`` (``ddof`` defaults to 1, 0 with ``bias``); ``fweights`` (integer
     repeat counts) and ``aweights`` weight the observations. One variable gives a 0-d
     result."""
-    m = m if isinstance(m, Tracer) else np.asarray(m)
+    m = array_of(m)
     if y is not None:
-        y = y if isinstance(y, Tracer) else np.asarray(y)
+        y = array_of(y)
         inexact = to_inexact(dtypes.promote(dtype_of(m), dtype_of(y)))
         if _rank(y) > 2:
             raise ValueError("y has more than 2 dimensions")
