@@ -318,7 +318,8 @@ def join_branches(
             for index, info in enumerate(infos[1:], 1):
                 for axis, (want, have) in enumerate(zip(base.shape, info.shape)):  # type: ignore[arg-type, union-attr]
                     message = (
-                        f"{ctx.op_name}: branch {index} result {leaf} axis {axis} is branch 0's"
+                        f"{ctx.op_name}: the branches' results have equal shapes (result "
+                        f"{leaf} axis {axis} of branch {index} and of branch 0)"
                     )
                     ctx.require(Check("eq", (have, want), message))
             joined.append(base)

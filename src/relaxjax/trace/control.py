@@ -253,8 +253,9 @@ def _promoted(carry: _Values, region: Region, results: slice | None = None) -> d
 def _promote(
     state: TraceState, carry: _Values, changes: dict[int, str], location: SourceLocation | None
 ) -> None:
-    for index, dtype in changes.items():
+    for index, dtype in changes.items():  # jax converts them to strongly typed values
         carry.operands[index] = _astype(state, carry.operands[index], dtype, location)
+        carry.weak[index] = False
 
 
 def _carry_params(prefix: str, carry: _Values) -> list[Var]:
@@ -399,7 +400,7 @@ def _branch(
             return fn(*pytree.unflatten(values.tree, tracers))
 
         regions.append(trace_region(name, params, values.weak, run))
-    _check_branches(api, branches, names, regions)
+    _check_branches(api, regions)
     captured, functions = align_captures(regions)
     refs = [add_region(state, r, f) for r, f in zip(regions, functions)]
     args = [selector, Tuple(refs), Tuple([*values.operands, *captured])]
@@ -408,13 +409,15 @@ def _branch(
     return pytree.unflatten(regions[0].out_tree, results)
 
 
-def _check_branches(
-    api: str, branches: Sequence[object], names: Sequence[str], regions: Sequence[Region]
-) -> None:
+def _check_branches(api: str, regions: Sequence[Region]) -> None:
+    """Branches return the same structure, dtypes and ranks; dims provably different
+    are refused (others are checked at run time by the switch)."""
+    if api == "cond":  # jax compares true_fun's outputs with false_fun's
+        regions = regions[::-1]
+        label = ["true_fun", "false_fun"]
+    else:
+        label = [f"branch {k}" for k in range(len(regions))]
     first = regions[0]
-    label = (
-        ["false_fun", "true_fun"] if api == "cond" else [f"branch {k}" for k in range(len(regions))]
-    )
     for k, region in enumerate(regions[1:], 1):
         if region.out_tree != first.out_tree:
             raise TypeError(
@@ -435,7 +438,6 @@ def _check_branches(
                 f"{api} branches must have equal output types but they differ: "
                 + "; ".join(problems)
             )
-    del branches, names
 
 
 # --------------------------------------------------------------------------- loops
@@ -745,8 +747,11 @@ def _eager_scan(f, init, xs, length, reverse):
         ys.append(y)
     if reverse:
         ys.reverse()
-    if not ys:
-        return carry, None
+    if not ys:  # no step ran: one step on zeros gives the outputs' shapes and dtypes
+        x = pytree.unflatten(tree, [np.zeros(a.shape[1:], a.dtype) for a in arrays])
+        leaves, y_tree = pytree.flatten(f(init, x)[1])
+        empty = [np.zeros((0, *np.shape(v)), np.asarray(v).dtype) for v in leaves]
+        return carry, pytree.unflatten(y_tree, empty)
     y_leaves = [pytree.flatten(y)[0] for y in ys]
     stacked = [np.stack([np.asarray(v[k]) for v in y_leaves]) for k in range(len(y_leaves[0]))]
     return carry, pytree.unflatten(pytree.flatten(ys[0])[1], stacked)
