@@ -392,13 +392,14 @@ def _branch(
     location: SourceLocation | None,
 ) -> object:
     values = _values(state, tuple(operands), "operands", location)
-    params = [Var(n, i) for n, i in zip(_param_names("x", values.tree), values.infos)]
+    param_names = _param_names("x", values.tree)
     regions = []
     for fn, name in zip(branches, names):
 
         def run(tracers: list[Tracer], fn: Callable[..., object] = fn) -> object:
             return fn(*pytree.unflatten(values.tree, tracers))
 
+        params = [Var(n, i) for n, i in zip(param_names, values.infos)]  # each region its own
         regions.append(trace_region(name, params, values.weak, run))
     _check_branches(api, regions)
     captured, functions = align_captures(regions)
@@ -522,8 +523,8 @@ def fori_loop(
         raise ValueError("fori_loop: can only use `unroll` if the loop bounds are statically known")
     bounds = [_bound(state, b, index_dtype, location) for b in (lower, upper)]
     carry = _values(state, init_val, "init_val", location)
-    index_param = Var("i", TensorInfo((), index_dtype))
     for _ in range(2):
+        index_param = Var("i", TensorInfo((), index_dtype))
         region = _trace_fori(body_fun, carry, index_param, index_weak)
         _check_structure("fori_loop", "carry", carry.tree, region.out_tree)
         changes = _promoted(carry, region)
