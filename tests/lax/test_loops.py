@@ -4,7 +4,7 @@ executable for every trip count, and the errors for carries a body changes."""
 
 import numpy as np
 import pytest
-from lax_oracle import Both, assert_same, rand
+from lax_oracle import Both, rand
 
 import relaxjax as relax
 import relaxjax.lax as lax
@@ -54,9 +54,7 @@ def test_fori_index_dtype_follows_jax():
 
 def test_fori_bounds_of_different_types_raise():
     def bad(x: N):
-        return lax.fori_loop(
-            x[0].astype("int32"), x[0].astype("int64"), lambda i, c: c, x
-        )
+        return lax.fori_loop(x[0].astype("int32"), x[0].astype("int64"), lambda i, c: c, x)
 
     with pytest.raises(TypeError, match="must have equal types, got int32 and int64"):
         relax.jit(bad).trace()
