@@ -175,3 +175,14 @@ def test_outside_jit_runs_one_branch():
     )
     assert result == 2 and calls == ["f"]
     assert lax.switch(7, [lambda: "a", lambda: "b"]) == "b"
+
+
+def test_a_branch_not_taken_never_fails_on_its_checks():
+    @relax.jit
+    def f(p: relax.Tensor((), "bool"), x: N, y: relax.Tensor(("m",), "float32")):
+        return lax.cond(p, lambda: x + y[:1] * y.sum(), lambda: x * 2.0)
+
+    x = rand((3,))
+    np.testing.assert_allclose(f(np.bool_(False), x, np.zeros(0, np.float32)), x * 2)
+    with pytest.raises(relax.ShapeError):
+        f(np.bool_(True), x, np.zeros(0, np.float32))

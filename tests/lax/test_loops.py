@@ -376,3 +376,28 @@ def test_outside_jit_runs_in_python():
     assert carry == 0.0 and ys.shape == (0,)
     with pytest.raises(TypeError, match="carry has shape"):
         lax.fori_loop(0, 2, lambda i, c: np.concatenate([c, c]), x)
+
+
+def test_body_checks_run_only_when_the_body_runs():
+    @relax.jit
+    def f(x: N, y: relax.Tensor(("m",), "float32"), k: I64):
+        return lax.fori_loop(0, k, lambda i, c: c + y.reshape(c.shape), x)  # needs m == n
+
+    x = rand((3,))
+    np.testing.assert_allclose(f(x, rand((2,)), np.int64(0)), x)  # never runs: no error
+    np.testing.assert_allclose(f(x, np.ones(3, np.float32), np.int64(2)), x + 2)
+    with pytest.raises(relax.ShapeError, match="reshape") as info:
+        f(x, rand((2,)), np.int64(1))
+    assert "c + y.reshape(c.shape)" in str(info.value)  # the body's own line
+
+
+def test_carry_whose_dims_are_known_only_at_run_time():
+    def fn(x, y):
+        return lax.fori_loop(0, 2, lambda i, c: c + y, x)  # broadcast(n, m): rank only
+
+    with pytest.raises(
+        TypeError,
+        match=r"carry has type float32\[n\] before the body but "
+        r"float32\[\?\] after it, so its dims are only known at run time",
+    ):
+        relax.eval_shape(fn, N, relax.Tensor(("m",), "float32"))

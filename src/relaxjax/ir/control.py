@@ -2,6 +2,9 @@
 
 A branch or a loop body is a *region*: a graph function of the same module, traced
 once, that the control op calls as many times as the program needs (never unrolled).
+Unlike a plain call, the control op does not take over its regions' preconditions (the
+run-time checks of their bodies): a region checks them itself when it runs, so a branch
+not taken or a loop run zero times never fails on them.
 Its parameters are the values it receives (loop carries first, then the values it
 closes over); it returns a tuple. Each control op is a builtin whose operands name its
 regions (``GlobalVar``) and pass their arguments as tuples; its attribute ``out_info``
@@ -211,8 +214,10 @@ def _results(info: StructInfo, name: str, op: str) -> tuple[StructInfo, ...]:
 def _matched(
     ctx: InferContext, region: Function, arg_infos: Sequence[StructInfo], op: str
 ) -> tuple[StructInfo, ...]:
-    """``region`` called on ``arg_infos``: its result fields, its checks required."""
-    match = match_call(region, arg_infos, ctx.location)
+    """``region`` called on ``arg_infos``: its result fields, its checks required (not
+    its preconditions: the region checks those itself each time it runs, so a branch not
+    taken, or a loop body run zero times, never fails on them)."""
+    match = match_call(region, arg_infos, ctx.location, with_preconditions=False)
     for check in match.checks:
         ctx.require(check)
     return _results(match.info, region.name, op)

@@ -200,6 +200,11 @@ def _check_carry(
     problems = []
     for path, before, after in zip(carry.paths(role), carry.infos, outs):
         reason = _difference(before, after)
+        if reason is None and isinstance(after, TensorInfo) and after.shape is None:
+            reason = (
+                "its dims are only known at run time (relax.match_cast the value the body "
+                "returns to the carry's spec)"
+            )
         if reason is not None:
             problems.append(
                 f"{path} has type {_type_text(before)} before the body but {_type_text(after)} "
