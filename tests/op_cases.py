@@ -147,6 +147,24 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("triu", lambda m, nn, a: m.triu(a, 1), (x,)),
         Case("pad", lambda m, nn, a: m.pad(a, ((1, 2), (0, 1))), (x,)),
         Case("strided_slice", lambda m, nn, a: a[1:, ::-1], (x,)),
+        Case("count_nonzero", lambda m, nn, a: m.count_nonzero(a > 0, axis=0), (x,)),
+        Case("nonzero_count", lambda m, nn, a: a[a > 0.5] * 2.0, (x,)),
+        Case("nonzero", lambda m, nn, a: m.nonzero(a > 0), (x,)),
+        Case("argwhere", lambda m, nn, a: m.argwhere(a > 0), (x,)),
+        Case("flatnonzero", lambda m, nn, a: m.flatnonzero(a > 0, size=4, fill_value=-1), (x,)),
+        Case(
+            "unique",
+            lambda m, nn, a: m.unique(
+                (a * 2).astype("int32"), return_index=True, return_inverse=True, return_counts=True
+            ),
+            (x,),
+        ),
+        Case("unique_count", lambda m, nn, a: m.unique(a > 0), (x,)),
+        Case(
+            "sort_permutation",
+            lambda m, nn, a: m.unique((a > 0).astype("int8"), axis=0, return_counts=True),
+            (x,),
+        ),
         Case("softmax", lambda m, nn, a: nn.softmax(a), (x,)),
         Case("log_softmax", lambda m, nn, a: nn.log_softmax(a, axis=0), (x,), min_n=1),
         Case("one_hot", lambda m, nn, i: nn.one_hot(i, 5), ((("n",), I),), 0, 5),

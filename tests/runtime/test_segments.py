@@ -147,3 +147,27 @@ def test_temporaries_of_the_first_segment_survive_the_second():
     x = np.array([3.0, -1.0, 2.0, 5.0], np.float32)
     (z,) = exe(x)
     np.testing.assert_array_equal(z, [12.0, 8.0, 20.0])
+
+
+def test_a_symbolic_bound_is_computed_from_earlier_symbols():
+    exe = build_executable(positives_module(arith.sym("k", upper=n // 2)))
+    z, _, _ = exe(np.array([1.0, -1.0, -2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(z, [4.0, 12.0])
+    with pytest.raises(
+        ShapeError, match=r"k = 3 is outside its declared range 0 <= k <= n // 2 = 2"
+    ):
+        exe(np.array([1.0, 2.0, 3.0, -1.0], np.float32))
+
+
+def test_parameters_with_symbolic_bounds():
+    k = arith.sym("k", upper=n)
+    x, y = Var("x", TensorInfo((n,), "float32")), Var("y", TensorInfo((k,), "float32"))
+    mod = rb.module([x, y], lambda bb, x, y: rb.call(bb, "double", [y], rb.tensor((k,))), KERNELS)
+    exe = build_executable(mod)
+    (out,) = exe(np.ones(3, np.float32), np.ones(2, np.float32))
+    np.testing.assert_array_equal(out, [2.0, 2.0])
+    with pytest.raises(
+        ShapeError,
+        match=r"argument 'y' axis 0: k = 4 is outside its declared range 0 <= k <= n = 3",
+    ):
+        exe(np.ones(3, np.float32), np.ones(4, np.float32))

@@ -28,10 +28,21 @@ class TraceState:
     ``internal`` holds the names of symbols the tracer made up (for dims that
     deduction could not name), which the caller never sees; ``callees`` maps the
     identity of each trace whose graph function was added to the module (a
-    ``trace.function.Traced``) to that trace and the function's name there.
+    ``trace.function.Traced``) to that trace and the function's name there; ``sizes``
+    remembers the symbol each data-dependent count was bound to (by op, operands and
+    attributes), so that ``x[m]`` and ``y[m]`` get the same length.
     """
 
-    __slots__ = ("builder", "symbols", "func_name", "active", "internal", "callees", "_fresh")
+    __slots__ = (
+        "builder",
+        "symbols",
+        "func_name",
+        "active",
+        "internal",
+        "callees",
+        "sizes",
+        "_fresh",
+    )
 
     def __init__(self, builder: BlockBuilder, func_name: str) -> None:
         self.builder = builder
@@ -40,7 +51,8 @@ class TraceState:
         self.active = True
         self.internal: set[str] = set()
         self.callees: dict[int, tuple[object, str]] = {}
-        self._fresh = 0
+        self.sizes: dict[tuple, arith.Sym] = {}
+        self._fresh: dict[str, int] = {}
 
     def lift(self, tracer: object) -> object | None:
         """The graph value standing, in this trace, for a tracer of an enclosing trace, or
@@ -55,13 +67,17 @@ class TraceState:
         del symbol
         return False
 
-    def fresh_symbol_name(self, hint: str) -> str:
-        """A symbol name not used yet in this function, derived from ``hint``."""
+    def fresh_symbol_name(self, hint: str, internal: bool = True) -> str:
+        """A symbol name not used yet in this function, derived from ``hint``
+        (``_d0, _d1, ...``). An ``internal`` symbol is hidden from the caller; the
+        sizes of data-dependent results (``k0, k1, ...``) are not."""
         while True:
-            name = f"{hint}{self._fresh}"
-            self._fresh += 1
+            count = self._fresh.get(hint, 0)
+            self._fresh[hint] = count + 1
+            name = f"{hint}{count}"
             if name not in self.symbols:
-                self.internal.add(name)
+                if internal:
+                    self.internal.add(name)
                 return name
 
 

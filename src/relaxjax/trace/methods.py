@@ -29,7 +29,7 @@ class ArrayMethods:
     __slots__ = ()
 
     def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy_shape import getitem  # the wrappers sit on top of emit
+        from relaxjax._numpy.shape import getitem  # the wrappers sit on top of emit
 
         return getitem(self, key)
 
@@ -101,3 +101,11 @@ class ArrayMethods:
     def clip(self, *args: object, **kwargs: object) -> Tracer:
         """``relaxjax.numpy.clip(x, ...)``."""
         return _rnp().clip(self, *args, **kwargs)
+
+    def nonzero(self, *, size: object = None, fill_value: object = None) -> tuple:
+        """``relaxjax.numpy.nonzero(x, size=..., fill_value=...)``."""
+        return _rnp().nonzero(self, size=size, fill_value=fill_value)
+
+    def compress(self, condition: object, axis: int | None = None, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.compress(condition, x, axis, ...)``."""
+        return _rnp().compress(condition, self, axis, **kwargs)

@@ -78,9 +78,9 @@ class RegionState(TraceState):
         self.parent = parent
         self.captures: dict[object, Capture] = {}
 
-    def fresh_symbol_name(self, hint: str) -> str:
-        while True:
-            name = super().fresh_symbol_name(hint)
+    def fresh_symbol_name(self, hint: str, internal: bool = True) -> str:
+        while True:  # also unused by the enclosing traces, whose symbols it may capture
+            name = super().fresh_symbol_name(hint, internal)
             if not _known_above(self.parent, name):
                 return name
 

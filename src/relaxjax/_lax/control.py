@@ -1,4 +1,4 @@
-"""jax.lax's control flow on tracers: branches and loops as control ops of the graph.
+"""``relaxjax.lax``'s control flow: jax's branches and loops as control ops of the graph.
 
 ``cond``, ``switch``, ``while_loop``, ``fori_loop`` and ``scan`` trace each branch or
 body once as a region (:mod:`relaxjax.trace.region`) and bind one control op

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax._numpy.mask import is_mask, mask_ndim, take_masked
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
@@ -398,11 +399,18 @@ def _index_array(indices: object) -> object:
 
 
 def _is_array_index(entry: object) -> bool:
-    return isinstance(entry, (Tracer, np.ndarray))
+    return isinstance(entry, (Tracer, np.ndarray)) or is_mask(entry)
+
+
+def _consumed(entry: object) -> int:
+    """How many axes of the array an index entry consumes (a mask: its rank)."""
+    if entry is None or entry is Ellipsis:
+        return 0
+    return mask_ndim(entry) if is_mask(entry) else 1
 
 
 def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
-    consuming = builtins.sum(1 for e in key if e is not None and e is not Ellipsis)
+    consuming = builtins.sum(_consumed(e) for e in key)
     if consuming > ndim:
         raise ShapeError(
             f"too many indices for array: array is {ndim}-dimensional, but {consuming} were indexed"
@@ -418,17 +426,11 @@ def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
 
 
 def _check_entry(entry: object) -> None:
-    if isinstance(entry, (bool, np.bool_)):
-        raise TypeError("boolean scalar indices are not supported")
     if isinstance(entry, list):
         raise TypeError(
             "Using a non-tuple sequence for multidimensional indexing is not allowed; "
             "use x[np.array(seq)] instead of x[seq]"
         )
-    if (isinstance(entry, Tracer) and entry.dtype == "bool") or (
-        isinstance(entry, np.ndarray) and entry.dtype == np.bool_
-    ):
-        raise TypeError("boolean mask indexing gives a data-dependent shape and is not supported")
 
 
 def _slice_bound(value: object, what: str) -> Dim | None:
@@ -450,7 +452,9 @@ def _array_position(key: tuple) -> int | None:
     if not arrays:
         return None
     if len(arrays) > 1:
-        raise TraceError(f"only one integer array index is supported, got {key!r}")
+        raise TraceError(
+            f"only one array index (an integer array or a boolean mask) is supported, got {key!r}"
+        )
     advanced = [i for i, e in enumerate(key) if _is_array_index(e) or _is_int_index(e)]
     if advanced != list(range(advanced[0], advanced[-1] + 1)):
         raise TraceError(
@@ -499,11 +503,15 @@ def _basic(x, key: tuple):
 
 def getitem(x, key):
     """``x[key]`` with numpy basic indexing (ints, slices with int or symbolic bounds,
-    ``None``, ``...``) and at most one integer array (or traced integer) index, whose
-    gathered axes replace the indexed axis (``x[i]``, ``x[:, i]``, ``x[1:, i, 0]``).
+    ``None``, ``...``) and at most one array index: an integer array (or traced integer),
+    whose gathered axes replace the indexed axis (``x[i]``, ``x[:, i]``, ``x[1:, i, 0]``),
+    or a boolean mask, whose axes are replaced by one axis of the data-dependent length
+    ``k`` (``x[mask]``, ``x[:, mask]``, ``x[mask, 1:]``, ``x[mask, 0]``; see
+    :mod:`relaxjax._numpy.mask`).
 
     Array indices count from the end when negative and are clamped to the axis, as
-    jax's indexing does.
+    jax's indexing does. An array index separated from integer indices by a slice
+    (numpy then moves the result axes to the front) is refused, as are two array indices.
     """
     key = key if isinstance(key, tuple) else (key,)
     for entry in key:
@@ -515,6 +523,10 @@ def getitem(x, key):
     at = _array_position(key)
     if at is None:
         return _basic(x, key)
-    sliced = _basic(x, key[:at] + (slice(None),) + key[at + 1 :])
+    entry = key[at]
+    covered = mask_ndim(entry) if is_mask(entry) else 1
+    sliced = _basic(x, key[:at] + (slice(None),) * covered + key[at + 1 :])
     axis = builtins.sum(1 for e in key[:at] if e is None or isinstance(e, slice))
-    return emit("take", (sliced, key[at]), TakeAttrs(axis, "index"))
+    if is_mask(entry):
+        return take_masked(sliced, entry, axis)
+    return emit("take", (sliced, entry), TakeAttrs(axis, "index"))
