@@ -401,3 +401,27 @@ def test_carry_whose_dims_are_known_only_at_run_time():
         r"float32\[\?\] after it, so its dims are only known at run time",
     ):
         relax.eval_shape(fn, N, relax.Tensor(("m",), "float32"))
+
+
+def test_with_compound_specs_symbolic_scalars_and_data_dependent_lengths():
+    n = relax.sym("n")
+
+    @relax.jit
+    def f(x: relax.Tensor((2 * n,), "float32"), m: relax.sym("m")):
+        # a symbolic scalar as the trip count, a carry of shape (2n,)
+        y = lax.fori_loop(0, m, lambda i, c: c * 2.0 + x[: x.shape[0] // 2].sum(), x)
+        # a branch with a data-dependent size inside; a scan over a data-dependent length
+        z = lax.cond(x.sum() > 0, lambda: x[x > 0].sum(), lambda: rnp.zeros((), "float32"))
+        w = lax.scan(lambda c, r: (c + r, c), 0.0, x[x > 0])[1]
+        return y, z, w
+
+    x = np.array([1, -2, 3, 4], np.float32)
+    y, z, w = f(x, 3)
+    expected = x.copy()
+    for _ in range(3):
+        expected = expected * 2 + x[:2].sum()
+    np.testing.assert_allclose(y, expected)
+    assert float(z) == 8.0 and w.tolist() == [0.0, 1.0, 4.0]
+    y, z, w = f(np.array([1, -1], np.float32), 0)
+    assert y.tolist() == [1.0, -1.0] and float(z) == 0.0 and w.tolist() == [0.0]
+    assert f.cache_size() == 1
