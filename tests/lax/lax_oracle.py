@@ -29,10 +29,15 @@ class Both:
         self.rtol = rtol
 
     def check(self, *args: object) -> object:
-        """Run both on ``args``; assert the results match; return ours."""
+        """Run both on ``args``; assert the results match (and their dtypes and weak types
+        through ``eval_shape``); return ours."""
         ours = self.ours(*args)
         theirs = self.theirs(*args)
         assert_same(ours, theirs, self.rtol)
+        specs = jax.tree_util.tree_leaves(self.ours.eval_shape(*args))
+        their_specs = jax.tree_util.tree_leaves(jax.eval_shape(self.theirs, *args))
+        for spec, other in zip(specs, their_specs):
+            assert (spec.dtype, spec.weak) == (str(other.dtype), other.weak_type), (spec, other)
         return ours
 
 

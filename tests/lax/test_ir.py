@@ -63,7 +63,10 @@ def test_printed_form():
     assert "while_loop(mod.while_cond, mod.while_body, (" in text
     assert "switch(k, (mod.branch0, mod.branch1), (" in text
     assert "switch(lv1, (mod.cond_false, mod.cond_true), (carry, c0), out_info=" in text
-    assert '@function(attrs={"donated": (1,)})\ndef body(i: Tensor((), "int64"), carry: ' in text
+    assert (
+        '@function(attrs={"donated": (1,)})\ndef body(i: Tensor((), "int64", weak=True), carry: '
+        in text
+    )
 
 
 def test_every_pass_verifies_and_round_trips():

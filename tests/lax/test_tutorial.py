@@ -39,7 +39,7 @@ def test_tutorial_control_flow_runs_once_compiled():
 def test_tutorial_control_flow_ir():
     text = module_to_text(decode.trace(), locations=False)
     assert (
-        '@function(attrs={"donated": (1,)})\ndef write(i: Tensor((), "int64"), carry: '
+        '@function(attrs={"donated": (1,)})\ndef write(i: Tensor((), "int64", weak=True), carry: '
         'Tensor((L, 8), "float32"), c0: Tensor((n, 8), "float32"), c1: Tensor((), "int64")) '
         '-> Tuple(Tensor((L, 8), "float32")):' in text
     )

@@ -50,7 +50,14 @@ from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, current
 from relaxjax.trace.function import function_name
-from relaxjax.trace.region import Region, add_region, align_captures, named, trace_region
+from relaxjax.trace.region import (
+    Region,
+    add_region,
+    align_captures,
+    as_tensor,
+    named,
+    trace_region,
+)
 from relaxjax.trace.source import user_location
 from relaxjax.trace.tracer import Tracer, as_operand, attach_location
 
@@ -64,17 +71,20 @@ _PYTHON_INTS = (int, np.integer)
 
 @dataclass(slots=True)
 class _Values:
-    """A pytree of traced values: its structure, each leaf as a tensor operand of the
-    trace in progress (a Python scalar becomes a 0-d constant), and whether each leaf is
-    weakly typed."""
+    """A pytree of traced values: its structure and each leaf as a tensor operand of the
+    trace in progress (a Python scalar or a symbolic dim becomes a 0-d tensor, weakly
+    typed as in jax)."""
 
     tree: pytree.TreeDef
     operands: list[Expr]
-    weak: list[bool]
 
     @property
     def infos(self) -> list[TensorInfo]:
         return [o.info for o in self.operands]  # type: ignore[misc]
+
+    @property
+    def weak(self) -> list[bool]:
+        return [i.weak for i in self.infos]
 
     def paths(self, root: str) -> list[str]:
         return [root + p for p in pytree.leaf_paths(self.tree)]
@@ -84,16 +94,11 @@ def _values(
     state: TraceState, value: object, what: str, location: SourceLocation | None
 ) -> _Values:
     leaves, tree = pytree.flatten(value)
-    operands, weak = [], []
+    operands = []
     for path, leaf in zip(pytree.leaf_paths(tree), leaves):
         where = f"{what}{path}"
         if isinstance(leaf, Tracer):
             named(leaf)
-        if isinstance(leaf, bool | int | float) and not isinstance(leaf, np.generic):
-            weak.append(not isinstance(leaf, bool))
-            dtype = dtypes.weak_of(leaf).dtype
-            operands.append(Constant(np.asarray(leaf, dtypes.to_numpy(dtype))))
-            continue
         try:
             operand = as_operand(state, leaf, where, 0, location)
         except TypeError:
@@ -101,15 +106,11 @@ def _values(
                 f"{where} is a {type(leaf).__name__}; expected a tensor, an array, a Python "
                 "scalar or a symbolic dim"
             ) from None
-        is_weak = isinstance(leaf, Tracer) and leaf._weak
-        if isinstance(operand.info, PrimInfo):
-            is_weak = is_weak or operand.info.weak
-            operand = _astype(state, operand, operand.info.dtype, location)
+        operand = as_tensor(state, operand, location)
         if not isinstance(operand.info, TensorInfo):
             raise TypeError(f"{where} must be a tensor, got a value of {operand.info!r}")
-        weak.append(is_weak)
         operands.append(operand)
-    return _Values(tree, operands, weak)
+    return _Values(tree, operands)
 
 
 def _astype(state: TraceState, operand: Expr, dtype: str, location: SourceLocation | None) -> Expr:
@@ -151,12 +152,7 @@ def _region_name(kind: str, fn: object) -> str:
 
 
 def _emit(
-    state: TraceState,
-    op: object,
-    args: list[Expr],
-    attrs: object,
-    location: SourceLocation | None,
-    weak: Sequence[bool],
+    state: TraceState, op: object, args: list[Expr], attrs: object, location: SourceLocation | None
 ) -> list[Tracer]:
     """Bind the control call ``op(args)`` (its info deduced by matching its regions) and
     return a tracer per result."""
@@ -168,9 +164,9 @@ def _emit(
     except RelaxError as err:
         raise attach_location(err, location) from None
     results = []
-    for index, is_weak in enumerate(weak):
+    for index in range(len(info.fields)):  # type: ignore[attr-defined]
         item = state.builder.emit(TupleGetItem(var, index), location=location)
-        results.append(Tracer(item, state, is_weak))
+        results.append(Tracer(item, state))
     return results
 
 
@@ -260,16 +256,10 @@ def _promote(
 ) -> None:
     for index, dtype in changes.items():  # jax converts them to strongly typed values
         carry.operands[index] = _astype(state, carry.operands[index], dtype, location)
-        carry.weak[index] = False
 
 
 def _carry_params(prefix: str, carry: _Values) -> list[Var]:
     return [Var(n, i) for n, i in zip(_param_names(prefix, carry.tree), carry.infos)]
-
-
-def _result_weak(carry: _Values, region: Region, count: int | None = None) -> list[bool]:
-    outs = region.weak[: len(carry.weak)] if count is None else region.weak[:count]
-    return [a and b for a, b in zip(carry.weak, outs)]
 
 
 # --------------------------------------------------------------------------- switch / cond
@@ -405,13 +395,12 @@ def _branch(
             return fn(*pytree.unflatten(values.tree, tracers))
 
         params = [Var(n, i) for n, i in zip(param_names, values.infos)]  # each region its own
-        regions.append(trace_region(name, params, values.weak, run))
+        regions.append(trace_region(name, params, run))
     _check_branches(api, regions)
     captured, functions = align_captures(regions)
     refs = [add_region(state, r, f) for r, f in zip(regions, functions)]
     args = [selector, Tuple(refs), Tuple([*values.operands, *captured])]
-    weak = [all(w) for w in zip(*(r.weak for r in regions))]
-    results = _emit(state, SWITCH, args, SwitchAttrs(TupleInfo(())), location, weak)
+    results = _emit(state, SWITCH, args, SwitchAttrs(TupleInfo(())), location)
     return pytree.unflatten(regions[0].out_tree, results)
 
 
@@ -473,8 +462,7 @@ def while_loop(
     cond_ref = add_region(state, cond_region, cond_fn)
     body_ref = add_region(state, body_region, body_fn)
     args = [cond_ref, body_ref, Tuple(carry.operands), Tuple(captured)]
-    weak = _result_weak(carry, body_region)
-    results = _emit(state, WHILE_LOOP, args, LoopAttrs(TupleInfo(())), location, weak)
+    results = _emit(state, WHILE_LOOP, args, LoopAttrs(TupleInfo(())), location)
     return pytree.unflatten(carry.tree, results)
 
 
@@ -486,11 +474,11 @@ def _trace_while(cond_fun, body_fun, carry: _Values) -> tuple[Region, Region]:
         return body_fun(pytree.unflatten(carry.tree, tracers))
 
     name = _region_name("while_cond", cond_fun)
-    cond_region = trace_region(name, _carry_params("carry", carry), carry.weak, run_cond)
+    cond_region = trace_region(name, _carry_params("carry", carry), run_cond)
     donated = range(len(carry.operands))
     name = _region_name("while_body", body_fun)
     params = _carry_params("carry", carry)
-    body_region = trace_region(name, params, carry.weak, run_body, donated)
+    body_region = trace_region(name, params, run_body, donated)
     return cond_region, body_region
 
 
@@ -529,8 +517,8 @@ def fori_loop(
     bounds = [_bound(state, b, index_dtype, location) for b in (lower, upper)]
     carry = _values(state, init_val, "init_val", location)
     for _ in range(2):
-        index_param = Var("i", TensorInfo((), index_dtype))
-        region = _trace_fori(body_fun, carry, index_param, index_weak)
+        index_param = Var("i", TensorInfo((), index_dtype, weak=index_weak))
+        region = _trace_fori(body_fun, carry, index_param)
         _check_structure("fori_loop", "carry", carry.tree, region.out_tree)
         changes = _promoted(carry, region)
         if not changes:
@@ -540,19 +528,18 @@ def fori_loop(
     captured, (function,) = align_captures([region])
     ref = add_region(state, region, function)
     args = [*bounds, ref, Tuple(carry.operands), Tuple(captured)]
-    weak = _result_weak(carry, region)
-    results = _emit(state, FORI_LOOP, args, LoopAttrs(TupleInfo(())), location, weak)
+    results = _emit(state, FORI_LOOP, args, LoopAttrs(TupleInfo(())), location)
     return pytree.unflatten(carry.tree, results)
 
 
-def _trace_fori(body_fun, carry: _Values, index_param: Var, index_weak: bool) -> Region:
+def _trace_fori(body_fun, carry: _Values, index_param: Var) -> Region:
     def run(tracers: list[Tracer]) -> object:
         return body_fun(tracers[0], pytree.unflatten(carry.tree, tracers[1:]))
 
     params = [index_param, *_carry_params("carry", carry)]
     donated = range(1, 1 + len(carry.operands))
     name = _region_name("fori_body", body_fun)
-    return trace_region(name, params, [index_weak, *carry.weak], run, donated)
+    return trace_region(name, params, run, donated)
 
 
 def _is_static_bound(bound: object) -> bool:
@@ -565,8 +552,7 @@ def _bound_type(bound: object) -> tuple[str, bool]:
         info = bound.info
         if not (isinstance(info, PrimInfo) or (isinstance(info, TensorInfo) and info.ndim == 0)):
             raise TypeError(f"fori_loop: loop bounds must be scalars, got a value of {info!r}")
-        weak = bound._weak or (isinstance(info, PrimInfo) and info.weak)
-        return info.dtype, weak  # type: ignore[union-attr]
+        return info.dtype, info.weak  # type: ignore[union-attr]
     if isinstance(bound, np.integer | np.ndarray):
         if np.ndim(bound) != 0:
             raise TypeError(f"fori_loop: loop bounds must be scalars, got shape {np.shape(bound)}")
@@ -634,7 +620,7 @@ def scan(
     carry = _values(state, init, "init", location)
     slice_params = []
     for name, info in zip(_param_names("x", xs_values.tree), xs_values.infos):
-        slice_params.append(Var(name, TensorInfo(info.shape[1:], info.dtype)))  # type: ignore[index]
+        slice_params.append(Var(name, TensorInfo(info.shape[1:], info.dtype, weak=info.weak)))  # type: ignore[index]
     count = len(carry.operands)
     for _ in range(2):
         region = _trace_scan(f, carry, xs_values, slice_params)
@@ -647,9 +633,8 @@ def scan(
     captured, (function,) = align_captures([region])
     ref = add_region(state, region, function)
     args = [ref, Tuple(carry.operands), Tuple(xs_values.operands), Tuple(captured)]
-    weak = [*_result_weak(carry, region, count), *region.weak[count:]]
     attrs = ScanAttrs(steps, bool(reverse), TupleInfo(()))
-    results = _emit(state, SCAN, args, attrs, location, weak)
+    results = _emit(state, SCAN, args, attrs, location)
     tree = region.out_tree.children[1]
     return (
         pytree.unflatten(carry.tree, results[:count]),
@@ -699,9 +684,8 @@ def _trace_scan(f, carry: _Values, xs: _Values, slice_params: list[Var]) -> Regi
         return out
 
     params = [*_carry_params("carry", carry), *slice_params]
-    weak = [*carry.weak, *xs.weak]
     name = _region_name("scan_body", f)
-    return trace_region(name, params, weak, run, range(count))
+    return trace_region(name, params, run, range(count))
 
 
 def _describe(value: object) -> str:

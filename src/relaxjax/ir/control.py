@@ -239,7 +239,8 @@ def _carry_infos(infos: Sequence[StructInfo], op: str) -> list[TensorInfo]:
 
 def agree(ctx: InferContext, expected: TensorInfo, got: StructInfo, what: str) -> TensorInfo:
     """``got`` must be a tensor of ``expected``'s dtype and rank whose dims equal its dims
-    (proven, or checked at run time through ``ctx``); returns ``expected``."""
+    (proven, or checked at run time through ``ctx``); returns ``expected``, weakly typed
+    when ``got`` is (as jax types a loop's results by its body's)."""
     op = ctx.op_name
     if not isinstance(got, TensorInfo):
         raise TypeError(f"{op}: {what} is {expected!r} but the region returns {got!r}")
@@ -257,7 +258,7 @@ def agree(ctx: InferContext, expected: TensorInfo, got: StructInfo, what: str) -
     assert expected.shape is not None
     for axis, (want, have) in enumerate(zip(expected.shape, got.shape)):
         ctx.require(Check("eq", (have, want), f"{op}: {what} axis {axis} keeps its size"))
-    return expected
+    return TensorInfo(expected.shape, expected.dtype, weak=got.weak)  # jax: the body's type
 
 
 # --------------------------------------------------------------------------- switch
@@ -327,7 +328,8 @@ def join_branches(
                         f"{leaf} axis {axis} of branch {index} and of branch 0)"
                     )
                     ctx.require(Check("eq", (have, want), message))
-            joined.append(base)
+            weak = all(i.weak for i in infos)  # type: ignore[union-attr]
+            joined.append(TensorInfo(base.shape, base.dtype, weak=weak))
         else:
             common: StructInfo = base
             for info in infos[1:]:
@@ -463,7 +465,7 @@ class ScanOp(ControlOp):
                 raise TypeError(
                     f"scan: output {index} of the body must be a tensor of known shape, got {y!r}"
                 )
-            out.append(TensorInfo((length, *y.shape), y.dtype))
+            out.append(TensorInfo((length, *y.shape), y.dtype, weak=y.weak))
         return TupleInfo(out), tuple(ctx.checks)
 
 

@@ -135,7 +135,7 @@ class DynamicSlice(Op):
         _starts(self.name, args[1:], len(sizes))
         if operand.shape is not None:
             _window_fits(ctx, sizes, operand, "slice size")
-        return TensorInfo(tuple(sizes), operand.dtype)
+        return TensorInfo(tuple(sizes), operand.dtype, weak=operand.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from relaxjax import arith, ops
-from relaxjax.errors import RelaxError, TraceError
+from relaxjax.errors import RelaxError, SourceLocation, TraceError
 from relaxjax.ir import (
     BlockBuilder,
     Call,
@@ -46,7 +46,7 @@ from relaxjax.ir import (
 )
 from relaxjax.ir.nodes import MatchCast
 from relaxjax.ir.struct_info import info_dims
-from relaxjax.ops.elementwise import AstypeAttrs
+from relaxjax.ops.creation import FullAttrs
 from relaxjax.trace import pytree
 from relaxjax.trace.call import add_functions
 from relaxjax.trace.context import TraceState, current, tracing
@@ -149,13 +149,12 @@ def named(tracer: Tracer) -> None:
 @dataclass(frozen=True, slots=True)
 class Region:
     """A traced region: ``traced`` holds its graph function (and those it calls), whose
-    parameters are the explicit ones then the captures; ``outputs`` are the Python
-    result's leaves as infos (``out_tree`` its structure), ``weak`` whether each is
-    weakly typed."""
+    parameters are the explicit ones then the ``captures``; ``out_tree`` is the Python
+    result's structure and ``out_infos`` its leaves' infos (tensors, weakly typed where
+    jax's would be)."""
 
     traced: Traced
     captures: tuple[Capture, ...]
-    weak: tuple[bool, ...]
 
     @property
     def function(self) -> Function:
@@ -172,17 +171,21 @@ class Region:
         """The info of each result leaf, in the enclosing trace's symbols where known."""
         return self.traced.out_infos
 
+    @property
+    def weak(self) -> tuple[bool, ...]:
+        """Whether each result leaf is weakly typed."""
+        return tuple(bool(getattr(i, "weak", False)) for i in self.out_infos)
+
 
 def trace_region(
     name: str,
     params: Sequence[Var],
-    weak: Sequence[bool],
     run: Callable[[list[Tracer]], object],
     donated: Sequence[int] = (),
 ) -> Region:
-    """Trace ``run(tracers)`` (one tracer per parameter in ``params``, weakly typed per
-    ``weak``) as the region ``name`` of the trace in progress. ``params`` use the
-    enclosing trace's symbols; symbols they use but do not define become captures."""
+    """Trace ``run(tracers)`` (one tracer per parameter in ``params``) as the region
+    ``name`` of the trace in progress. ``params`` use the enclosing trace's symbols;
+    symbols they use but do not define become captures."""
     parent = current()
     assert parent is not None, "a region is traced inside a trace"
     builder = BlockBuilder()
@@ -201,10 +204,10 @@ def trace_region(
             key = ("symbol", symbol.name)
             outer = PrimValue(parent.symbols.get(symbol.name, symbol), "int64")
             state.captures[key] = Capture(key, outer, param)
-        tracers = [Tracer(p, state, w) for p, w in zip(params, weak)]
+        tracers = [Tracer(p, state) for p in params]
         with builder.dataflow():
             result = run_user_code(lambda _: run(tracers), {})
-            out_tree, outputs, out_weak = _outputs(state, name, result)
+            out_tree, outputs = _outputs(state, name, result)
             _capture_used_symbols(state)
             gv = builder.emit_output(Tuple(outputs))
         builder.emit_func_output(gv)
@@ -212,7 +215,7 @@ def trace_region(
     origins = tuple((callee, origin) for origin, callee in state.callees.values())
     infos = tuple(o.info for o in outputs)
     traced = Traced(module, name, tuple(params), out_tree, infos, origins)
-    return Region(traced, tuple(state.captures.values()), tuple(out_weak))
+    return Region(traced, tuple(state.captures.values()))
 
 
 def _undefined_symbols(params: Sequence[Var]) -> list[arith.Sym]:
@@ -227,11 +230,11 @@ def _undefined_symbols(params: Sequence[Var]) -> list[arith.Sym]:
 
 
 def _outputs(state: RegionState, name: str, result: object) -> tuple:
-    """The result's leaves as tensors of the region (scalars become 0-d tensors)."""
+    """The result's leaves as tensors of the region (scalars become 0-d tensors, weakly
+    typed when they were)."""
     leaves, out_tree = pytree.flatten(result)
     paths = pytree.leaf_paths(out_tree)
     outputs: list[Expr] = []
-    weak: list[bool] = []
     location = user_location()
     for path, leaf in zip(paths, leaves):
         try:
@@ -242,28 +245,23 @@ def _outputs(state: RegionState, name: str, result: object) -> tuple:
                 f"{name}: {where} is a {type(leaf).__name__}; a branch or loop body returns "
                 "tensors, arrays, Python scalars or symbolic dims, in tuples, lists or dicts"
             ) from None
-        weak.append(_is_weak(leaf, operand))
-        outputs.append(_as_tensor(state, operand, location))
-    return out_tree, outputs, weak
+        outputs.append(as_tensor(state, operand, location))
+    return out_tree, outputs
 
 
-def _is_weak(leaf: object, operand: Expr) -> bool:
-    if isinstance(leaf, Tracer):
-        return leaf._weak or (isinstance(operand.info, PrimInfo) and operand.info.weak)
-    return isinstance(operand, PrimValue) and operand.weak
-
-
-def _as_tensor(state: TraceState, operand: Expr, location: object) -> Expr:
-    """``operand`` as a tensor: a scalar (Python number, symbolic dim) becomes 0-d."""
+def as_tensor(state: TraceState, operand: Expr, location: SourceLocation | None) -> Expr:
+    """``operand`` as a tensor: a scalar (a Python number, a symbolic dim, a scalar value)
+    becomes a 0-d tensor of its dtype (``full``), weakly typed when it was."""
     if isinstance(operand, Var | Constant) and isinstance(operand.info, TensorInfo):
         return operand
-    if isinstance(operand.info, PrimInfo):
-        attrs = AstypeAttrs(operand.info.dtype)
+    info = operand.info
+    if isinstance(info, PrimInfo):
+        attrs = FullAttrs((), None if info.weak else info.dtype)
         try:
-            return state.builder.call(ops.get("astype"), (operand,), attrs, location=location)  # type: ignore[arg-type]
+            return state.builder.call(ops.get("full"), (operand,), attrs, location=location)
         except RelaxError as err:
-            raise attach_location(err, location) from None  # type: ignore[arg-type]
-    raise TypeError(f"a branch or loop body returns tensors, got {operand.info!r}")
+            raise attach_location(err, location) from None
+    raise TypeError(f"a branch or loop body returns tensors, got {info!r}")
 
 
 def _capture_used_symbols(state: RegionState) -> None:
