@@ -225,3 +225,10 @@ def test_verify_checks_in_place_updates(roundtrip_every_module):
         verify(_inplace_module(return_old=False, target_param=True))
     _roundtrip(_inplace_module(return_old=False, target_param=False))
     roundtrip_every_module.clear()  # two of them are malformed on purpose
+
+
+def test_modules_with_control_flow_pickle():
+    import pickle
+
+    for mod in (program.trace(), default_pipeline()(program.trace())):
+        assert structural_equal(pickle.loads(pickle.dumps(mod)), mod)
