@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.nn"]
+PUBLIC = ["relaxjax.numpy", "relaxjax.nn", "relaxjax.lax"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)
