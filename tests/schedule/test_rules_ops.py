@@ -54,8 +54,9 @@ CASES = [
 FAST = {"add", "gelu", "sum", "matmul", "transpose", "softmax", "layer_norm", "concatenate"}
 
 
-#: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py).
-SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique"}
+#: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py,
+#: ops/repeat.py).
+SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique", "repeat"}
 
 
 def test_the_table_covers_every_op_of_the_api():

@@ -9,19 +9,30 @@ scalars (weakly typed, as in jax) or symbolic dims.
 Tensor((n, 4), "float32")
 
 The wrappers live in ``relaxjax._numpy`` (one module per family); this module
-exports exactly their ``__all__``.
+exports exactly their ``__all__``, and ``relaxjax.numpy.linalg`` (also reachable as
+``rnp.linalg``) the linear-algebra functions of ``jax.numpy.linalg``.
 """
 
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import datadep as _datadep
+from relaxjax._numpy import manipulation as _manipulation
 from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy import shape as _shape
 from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
+from relaxjax._numpy.manipulation import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
 
-__all__ = sorted({*_core.__all__, *_datadep.__all__, *_reduction.__all__, *_shape.__all__})
+__all__ = sorted(
+    {
+        *_core.__all__,
+        *_datadep.__all__,
+        *_manipulation.__all__,
+        *_reduction.__all__,
+        *_shape.__all__,
+    }
+)
 
 
 def __dir__() -> list[str]:
