@@ -15,21 +15,27 @@ exports exactly their ``__all__``, and ``relaxjax.numpy.linalg`` (also reachable
 
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import datadep as _datadep
+from relaxjax._numpy import index_tricks as _index_tricks
 from relaxjax._numpy import manipulation as _manipulation
 from relaxjax._numpy import reduction as _reduction
+from relaxjax._numpy import selection as _selection
 from relaxjax._numpy import shape as _shape
 from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
+from relaxjax._numpy.index_tricks import *  # noqa: F403
 from relaxjax._numpy.manipulation import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
+from relaxjax._numpy.selection import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
 
 __all__ = sorted(
     {
         *_core.__all__,
         *_datadep.__all__,
+        *_index_tricks.__all__,
         *_manipulation.__all__,
         *_reduction.__all__,
+        *_selection.__all__,
         *_shape.__all__,
     }
 )
