@@ -164,6 +164,13 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
             4,
         ),
         Case("diagonal", lambda m, nn, a: m.diagonal(a, 1), (x,)),
+        Case(
+            "correlate",
+            lambda m, nn, a, v: m.convolve(a, v, "same"),
+            ((("n",), F), ((3,), F)),
+            min_n=1,
+            rtol=1e-4,
+        ),
         Case("softmax", lambda m, nn, a: nn.softmax(a), (x,)),
         Case("log_softmax", lambda m, nn, a: nn.log_softmax(a, axis=0), (x,), min_n=1),
         Case("one_hot", lambda m, nn, i: nn.one_hot(i, 5), ((("n",), I),), 0, 5),

@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.nn"]
+PUBLIC = ["relaxjax.numpy", "relaxjax.numpy.linalg", "relaxjax.nn"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -27,3 +27,11 @@ def test_implementation_names_are_not_exported():
 
     for leaked in ("np", "builtins", "annotations", "emit", "Tracer", "ArangeAttrs", "arith"):
         assert leaked not in dir(rnp)
+
+
+def test_linalg_is_a_submodule_and_an_attribute():
+    import relaxjax.numpy as rnp
+    import relaxjax.numpy.linalg as linalg
+
+    assert rnp.linalg is linalg
+    assert "linalg" in dir(rnp)

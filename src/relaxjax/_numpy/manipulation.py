@@ -919,16 +919,17 @@ def trim_zeros(filt, trim="fb", axis=None):
         nonzero_filt = filt != 0
     else:
         nonzero_filt = np.asarray(filt) != 0
-    masks = [_inside(nonzero_filt, ax, front, back) for ax in axes]
+    masks = [trim_mask(nonzero_filt, ax, front, back) for ax in axes]
     result = filt
     for ax, mask in zip(axes, masks):
         result = take_masked(result, mask, ax)
     return result
 
 
-def _inside(nonzero_filt: object, axis: int, front: bool, back: bool) -> object:
-    """The positions along ``axis`` between the first and the last slice holding a
-    nonzero element (all false when there is none)."""
+def trim_mask(nonzero_filt: object, axis: int, front: bool, back: bool) -> object:
+    """The positions along ``axis`` kept by ``trim_zeros``: from the first (``front``)
+    and/or up to the last (``back``) slice holding a true element of the bool array
+    ``nonzero_filt`` (all false when there is none)."""
     other = tuple(i for i in range(ndim_of(nonzero_filt)) if i != axis)
     hit = _max(nonzero_filt, axis=other, initial=False) if other else nonzero_filt
     n = shape_of(hit)[0]
