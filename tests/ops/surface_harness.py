@@ -7,7 +7,8 @@ per row, checked three ways against jax (x64):
   serves every size;
 - **shapes**: ``relax.eval_shape`` on the symbolic specs agrees with ``jax.eval_shape``
   at every size, for the case's dtype and every dtype of ``dtype_sets``;
-- **eager**: the function on numpy arrays (no trace) equals jax's, for every dtype set.
+- **eager**: the function on numpy arrays (no trace) equals jax's, for the case's dtypes
+  (every dtype set under ``-m slow``).
 
 ``fn(np_like, *arrays)`` is the code under test: it is called with ``relaxjax.numpy``
 and with ``jax.numpy``, so it holds the keyword arguments and Python scalars to check.
@@ -181,9 +182,11 @@ def check_shapes(case: Case) -> None:
                 assert mine.dtype == dtypes.canonical(jaxs.dtype), f"{where} result {k}: dtype"
 
 
-def check_eager(case: Case) -> None:
-    """Outside a trace, the function on numpy arrays equals jax's, for every dtype set."""
-    for variant in (case, *(case.with_dtypes(d) for d in case.dtype_sets)):
+def check_eager(case: Case, dtype_sets: bool = False) -> None:
+    """Outside a trace, the function on numpy arrays equals jax's, for the case's dtypes
+    (and every dtype set when ``dtype_sets``: jax compiles each, so those runs are slow)."""
+    variants = [case.with_dtypes(d) for d in case.dtype_sets] if dtype_sets else [case]
+    for variant in variants:
         env = variant.sizes[-1]
         arrays = make_arrays(variant, env, seed=7)
         what = f"{variant.id} eagerly with {[a.dtype.name for a in arrays]} at {env}"

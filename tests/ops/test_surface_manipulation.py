@@ -41,6 +41,12 @@ def test_eager(case):
     check_eager(case)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_eager_over_dtypes(case):
+    check_eager(case, dtype_sets=True)
+
+
 # --------------------------------------------------------------------------- symbolic shapes
 
 N3 = relax.Tensor(("n", 3), "float32")
