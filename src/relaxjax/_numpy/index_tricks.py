@@ -27,14 +27,9 @@ from relaxjax._numpy.arraylike import (
 )
 from relaxjax._numpy.core import arange, asarray, ones, where, zeros
 from relaxjax._numpy.datadep import nonzero
-from relaxjax._numpy.manipulation import (
-    _atleast,
-    expand_dims,
-    ravel,
-    transpose,
-)
+from relaxjax._numpy.manipulation import at_least_rank, ravel
 from relaxjax._numpy.reduction import sum as _sum
-from relaxjax._numpy.shape import broadcast_to, concatenate, pad
+from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, pad, transpose
 from relaxjax.errors import TraceError
 from relaxjax.ops.diagonal import DiagonalAttrs
 from relaxjax.ops.elementwise import ClipAttrs
@@ -386,7 +381,7 @@ class _AxisConcat:
             else:
                 value = _strong(array_operand(item))
                 item_ndim = ndim_of(value)
-            value = _atleast(value, ndmin)
+            value = at_least_rank(value, ndmin)
             if trans1d != -1 and ndmin - item_ndim > 0:
                 order = tuple(range(ndmin))
                 shifts = ndmin - abs(ndmin + trans1d + 1) % ndmin

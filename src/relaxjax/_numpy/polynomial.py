@@ -25,13 +25,8 @@ from relaxjax._numpy.arraylike import (
     static_index,
 )
 from relaxjax._numpy.core import arange, asarray, maximum, ones, power, zeros
-from relaxjax._numpy.manipulation import (
-    atleast_1d,
-    broadcast_shapes,
-    flip,
-    trim_mask,
-    trim_zeros,
-)
+from relaxjax._numpy.entries import trim_mask, trim_zeros
+from relaxjax._numpy.manipulation import atleast_1d, broadcast_shapes, flip
 from relaxjax._numpy.mask import take_masked
 from relaxjax._numpy.reduction import prod as _prod
 from relaxjax._numpy.reduction import sum as _sum

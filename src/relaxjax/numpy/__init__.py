@@ -16,7 +16,9 @@ exports exactly their ``__all__``, and ``relaxjax.numpy.linalg`` (also reachable
 from relaxjax._numpy import contractions as _contractions
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import datadep as _datadep
+from relaxjax._numpy import entries as _entries
 from relaxjax._numpy import index_tricks as _index_tricks
+from relaxjax._numpy import joining as _joining
 from relaxjax._numpy import manipulation as _manipulation
 from relaxjax._numpy import polynomial as _polynomial
 from relaxjax._numpy import reduction as _reduction
@@ -26,7 +28,9 @@ from relaxjax._numpy import signal as _signal
 from relaxjax._numpy.contractions import *  # noqa: F403
 from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
+from relaxjax._numpy.entries import *  # noqa: F403
 from relaxjax._numpy.index_tricks import *  # noqa: F403
+from relaxjax._numpy.joining import *  # noqa: F403
 from relaxjax._numpy.manipulation import *  # noqa: F403
 from relaxjax._numpy.polynomial import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
@@ -40,7 +44,9 @@ __all__ = sorted(
         *_contractions.__all__,
         *_core.__all__,
         *_datadep.__all__,
+        *_entries.__all__,
         *_index_tricks.__all__,
+        *_joining.__all__,
         *_manipulation.__all__,
         *_polynomial.__all__,
         *_reduction.__all__,
