@@ -17,6 +17,15 @@ X = (("n", 3), F)
 V = (("n",), F)
 
 SIZES_2 = ({"n": 2, "m": 1}, {"n": 3, "m": 3}, {"n": 5, "m": 2})
+SQ = (("n", "n"), F)
+SQUARE_SIZES = ({"n": 1, "m": 1}, {"n": 2, "m": 1}, {"n": 4, "m": 1})
+
+
+def _spd(m, a):
+    """``a @ a.T + n I``: symmetric positive definite and well conditioned."""
+    n = a.shape[0]
+    identity = (m.arange(n)[:, None] == m.arange(n)[None, :]).astype(a.dtype)
+    return a @ a.T + identity * n
 
 
 def _positive(rng, shape, dtype, position):
@@ -142,6 +151,77 @@ CASES = [
         (X, V),
         rtol=1e-4,
         dtype_sets=((I, I),),
+    ),
+    # ------------------------------------------------------------------ factorisations
+    Case(
+        ("linalg.det", "linalg.slogdet", "linalg.inv", "linalg.solve", "linalg.cholesky"),
+        lambda m, a, b: (
+            m.linalg.det(_spd(m, a)),
+            m.linalg.slogdet(a),
+            m.linalg.inv(_spd(m, a)),
+            m.linalg.solve(_spd(m, a), b),
+            m.linalg.solve(_spd(m, a), b[:, 0]),
+            m.linalg.solve(_spd(m, a)[None], b[None]),
+            m.linalg.cholesky(_spd(m, a)),
+            m.linalg.cholesky(_spd(m, a), upper=True),
+        ),
+        (SQ, (("n", 2), F)),
+        sizes=SQUARE_SIZES,
+        rtol=1e-3,
+        dtype_sets=((D, D), (I, I)),
+    ),
+    Case(
+        ("linalg.qr", "linalg.eigh", "linalg.eigvalsh", "linalg.svd", "linalg.svdvals"),
+        lambda m, a: (
+            m.abs(m.linalg.qr(a, mode="r")),
+            m.abs(m.linalg.qr(a).R),
+            m.linalg.eigvalsh(_spd(m, a)),
+            m.linalg.eigvalsh(a, UPLO="U", symmetrize_input=False),
+            m.linalg.eigh(_spd(m, a)).eigenvalues,
+            m.linalg.svdvals(a),
+            m.linalg.svd(a, compute_uv=False),
+            m.linalg.svd(a[:, :2], full_matrices=False).S,
+        ),
+        (SQ,),
+        sizes=SQUARE_SIZES,
+        rtol=1e-3,
+        dtype_sets=((D,),),
+    ),
+    Case(
+        (
+            "linalg.pinv",
+            "linalg.matrix_rank",
+            "linalg.cond",
+            "linalg.lstsq",
+            "linalg.matrix_power",
+            "linalg.multi_dot",
+            "linalg.tensorinv",
+            "linalg.tensorsolve",
+        ),
+        lambda m, a, b: (
+            m.linalg.pinv(a),
+            m.linalg.pinv(a[:, :2], rtol=1e-3),
+            m.linalg.matrix_rank(a),
+            m.linalg.matrix_rank(a[:, :1] * a[:1, :]),
+            m.linalg.matrix_rank(b[:, 0], tol=0.5),
+            m.linalg.cond(_spd(m, a)),
+            m.linalg.cond(_spd(m, a), 1),
+            m.linalg.lstsq(a, b),
+            m.linalg.lstsq(a, b[:, 0], rcond=1e-3),
+            m.linalg.matrix_power(a, 3),
+            m.linalg.matrix_power(_spd(m, a), -2),
+            m.linalg.matrix_power(a, 0),
+            m.linalg.multi_dot([b[:, 0], a, a, b]),
+            m.linalg.tensorinv(_spd(m, a), ind=1),
+            m.linalg.tensorsolve(_spd(m, a), b[:, 1]),
+            m.linalg.norm(a, 2),
+            m.linalg.norm(a, -2, keepdims=True),
+            m.linalg.norm(a[None], "nuc", axis=(2, 1)),
+        ),
+        (SQ, (("n", 2), F)),
+        sizes=SQUARE_SIZES,
+        rtol=1e-3,
+        dtype_sets=((D, D),),
     ),
     # ------------------------------------------------------------------ polynomials
     Case(

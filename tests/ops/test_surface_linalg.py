@@ -7,13 +7,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
 import relaxjax as relax
 import relaxjax.numpy as rnp
 from relaxjax import arith
-from relaxjax._numpy import contractions, linalg, polynomial, signal
+from relaxjax._numpy import contractions, factorizations, linalg, polynomial, signal
+from relaxjax.errors import LoweringError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from surface_harness import check_eager, check_shapes, check_values, covered_names  # noqa: E402
@@ -24,7 +26,8 @@ IDS = [case.id for case in CASES]
 
 def test_every_name_has_a_case():
     names = set(contractions.__all__) | set(polynomial.__all__) | set(signal.__all__)
-    names |= {f"linalg.{name}" for name in linalg.__all__}
+    names |= {f"linalg.{name}" for name in (*linalg.__all__, *factorizations.__all__)}
+    names -= {"linalg.EighResult", "linalg.QRResult", "linalg.SVDResult", "linalg.SlogdetResult"}
     assert names - covered_names(CASES) == set()
 
 
@@ -155,8 +158,28 @@ def test_cov_of_a_symbolic_variable_count_stays_two_dimensional():
         (lambda: rnp.cross(np.ones(4), np.ones(3)), ValueError, "either 2 or 3"),
         (lambda: rnp.linalg.cross(np.ones(2), np.ones(2)), ValueError, "3-dimensional vectors"),
         (lambda: rnp.linalg.outer(np.ones((2, 2)), np.ones(2)), ValueError, "one-dimensional"),
-        (lambda: rnp.linalg.norm(np.ones((2, 2)), 2), NotImplementedError, "singular values"),
-        (lambda: rnp.linalg.norm(np.ones((2, 2)), "nuc"), NotImplementedError, "svd"),
+        (lambda: rnp.linalg.det(np.ones((2, 3))), relax.ShapeError, "square matrices"),
+        (lambda: rnp.linalg.det(np.ones(3)), relax.ShapeError, "at least 2 dimensions"),
+        (lambda: rnp.linalg.inv(np.ones((2, 2), np.float16)), TypeError, "float32 and float64"),
+        (lambda: rnp.linalg.solve(np.eye(2), np.ones(3)), relax.ShapeError, "does not match"),
+        (lambda: rnp.linalg.qr(np.ones((2, 2)), mode="x"), ValueError, "Unsupported QR"),
+        (lambda: rnp.linalg.eigh(np.eye(2), UPLO="X"), ValueError, "UPLO"),
+        (lambda: rnp.linalg.slogdet(np.eye(2), method="x"), ValueError, "Unknown slogdet"),
+        (lambda: rnp.linalg.svd(np.eye(2), subset_by_index=(0, 1)), NotImplementedError, "subset"),
+        (lambda: rnp.linalg.matrix_power(np.eye(2), 1.5), TypeError, "exponent must be an integer"),
+        (lambda: rnp.linalg.matrix_power(np.ones(2), 2), TypeError, "at least two-dimensional"),
+        (lambda: rnp.linalg.matrix_power(np.ones((2, 3)), 2), TypeError, "square"),
+        (lambda: rnp.linalg.multi_dot([np.eye(2)]), ValueError, "at least two arrays"),
+        (
+            lambda: rnp.linalg.multi_dot([np.eye(2), np.ones((2, 2, 2))]),
+            ValueError,
+            "two-dimensional",
+        ),
+        (lambda: rnp.linalg.tensorinv(np.eye(2), 0), ValueError, "positive integer"),
+        (lambda: rnp.linalg.tensorsolve(np.eye(2), np.ones(3)), ValueError, "leading shape"),
+        (lambda: rnp.linalg.lstsq(np.eye(2), np.ones(3)), ValueError, "Leading dimensions"),
+        (lambda: rnp.linalg.lstsq(np.ones((2, 2, 2)), np.ones(2)), TypeError, "two-dimensional"),
+        (lambda: rnp.linalg.matrix_rank(np.eye(2), 0.1, tol=0.1), ValueError, "only one of"),
         (lambda: rnp.linalg.norm(np.ones((2, 2)), 3), ValueError, "Invalid order '3'"),
         (lambda: rnp.linalg.norm(np.ones((2, 2)), "x", axis=(0, 1)), ValueError, "matrix norm"),
         (lambda: rnp.linalg.norm(np.ones((2, 2, 2)), 1), ValueError, "Improper number of axes"),
@@ -219,3 +242,56 @@ def test_functions_that_loop_over_coefficients_need_static_lengths():
         relax.eval_shape(rnp.poly, VN)
     with pytest.raises(relax.TraceError, match="Bessel function i0"):
         relax.eval_shape(lambda a: rnp.kaiser(a.shape[0], 2.0), VN)
+
+
+# --------------------------------------------------------------------------- factorisations
+
+
+SQ = relax.Tensor(("b", "n", "n"), "float64")
+
+
+def test_factorisations_are_library_calls_in_the_ir():
+    from relaxjax.runtime import build_executable
+
+    @relax.jit
+    def f(x: SQ):
+        return rnp.linalg.inv(x), rnp.linalg.qr(x, mode="complete"), rnp.linalg.eigh(x)
+
+    text = str(build_executable(f.trace(), library=True).module)
+    for symbol in ("numpy.linalg.inv", "numpy.linalg.qr.mode_complete", "numpy.linalg.eigh."):
+        assert f'call_extern(extern("{symbol}' in text
+    with pytest.raises(LoweringError, match="is a library call"):
+        f.lower()
+
+
+def test_vectors_of_qr_eigh_svd_reconstruct_through_jit():
+    @relax.jit
+    def f(x: SQ):
+        q, r = rnp.linalg.qr(x)
+        w, v = rnp.linalg.eigh(x + rnp.swapaxes(x, -1, -2))
+        u, s, vh = rnp.linalg.svd(x[:, :, :2], full_matrices=False)
+        return q, r, w, v, u, s, vh
+
+    rng = np.random.default_rng(3)
+    for b, n in ((1, 1), (2, 3), (3, 5)):
+        x = rng.normal(size=(b, n, n))
+        q, r, w, v, u, s, vh = f(x)
+        np.testing.assert_allclose(q @ r, x, atol=1e-10)
+        np.testing.assert_allclose(np.triu(r), r)
+        sym = x + x.swapaxes(-1, -2)
+        np.testing.assert_allclose(v @ (w[..., None] * v.swapaxes(-1, -2)), sym, atol=1e-10)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(sym), atol=1e-10)
+        np.testing.assert_allclose((u * s[..., None, :]) @ vh, x[:, :, :2], atol=1e-10)
+    assert f.cache_size() == 1
+
+
+def test_failed_factorisations_give_nans_as_jax():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert np.isnan(rnp.linalg.inv(singular)).all()
+    np.testing.assert_array_equal(
+        rnp.linalg.cholesky(-np.eye(2)), np.asarray(jax.numpy.linalg.cholesky(-np.eye(2)))
+    )
+    stack = np.stack([np.eye(2), singular])
+    inverses = rnp.linalg.inv(stack)
+    np.testing.assert_array_equal(inverses[0], np.eye(2))
+    assert np.isnan(inverses[1]).all()

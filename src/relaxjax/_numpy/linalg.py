@@ -1,10 +1,11 @@
-"""``relaxjax.numpy.linalg``: the functions of ``jax.numpy.linalg`` built from products and
-reductions: the norms (``norm vector_norm matrix_norm``) and the array-API spellings
-(``matmul outer tensordot vecdot trace diagonal matrix_transpose cross``).
+"""``relaxjax.numpy.linalg``: the functions of ``jax.numpy.linalg`` built from products,
+reductions and the factorisations of :mod:`relaxjax._numpy.factorizations`: the norms
+(``norm vector_norm matrix_norm``), ``cond`` and the array-API spellings (``matmul outer
+tensordot vecdot trace diagonal matrix_transpose cross``).
 
 Norms follow jax: ``norm`` computes in the inexact dtype of ``x`` (``inexact(x)``);
-``vector_norm`` keeps integer dtypes for ``ord`` 1 and ``inf``. Matrix norms that need
-singular values (``ord`` 2, -2, ``"nuc"``) are not supported (see docs/ops.md).
+``vector_norm`` keeps integer dtypes for ``ord`` 1 and ``inf``; matrix norms of ``ord``
+2, -2 and ``"nuc"`` use the singular values (a LAPACK call).
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ import numpy as np
 from relaxjax._numpy import contractions, index_tricks, manipulation
 from relaxjax._numpy.arraylike import array_operand, astype, dtype_of, ndim_of, shape_of
 from relaxjax._numpy.core import abs as _abs
-from relaxjax._numpy.core import power, sqrt
+from relaxjax._numpy.core import power, sqrt, where
+from relaxjax._numpy.factorizations import inv, svdvals
+from relaxjax._numpy.manipulation import moveaxis
 from relaxjax._numpy.reduction import max as _max
 from relaxjax._numpy.reduction import min as _min
 from relaxjax._numpy.reduction import sum as _sum
+from relaxjax._numpy.shape import expand_dims
 from relaxjax._numpy.shape import matmul as _matmul
 from relaxjax.ops.axes import normalize_axes
 from relaxjax.ops.base import to_inexact
 
 __all__ = [
+    "cond",
     "cross",
     "diagonal",
     "matmul",
@@ -101,12 +106,16 @@ def _matrix_norm(x: object, ord: object, axes: tuple[int, int], keepdims: bool) 
     row, column = axes
     if ord is None or ord in ("f", "fro"):
         return sqrt(_sum(x * x, axis=axes, keepdims=keepdims))
-    if isinstance(ord, str) or ord in (2, -2):
-        if ord in ("nuc", 2, -2):
-            raise NotImplementedError(
-                f"norm: the matrix norm ord={ord!r} needs singular values (svd), which "
-                "relaxjax.numpy.linalg does not compute"
-            )
+    if ord in ("nuc", 2, -2):
+        s = svdvals(moveaxis(x, axes, (-2, -1)))
+        if ord == 2:
+            y = _max(s, axis=-1, initial=0)
+        elif ord == -2:
+            y = _min(s, axis=-1)
+        else:
+            y = _sum(s, axis=-1)
+        return expand_dims(y, axes) if keepdims else y
+    if isinstance(ord, str):
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     if ord in (1, -1):
         summed, reduce_axis = row, column
@@ -125,6 +134,20 @@ def _matrix_norm(x: object, ord: object, axes: tuple[int, int], keepdims: bool) 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - jax's name
     """``jnp.linalg.matrix_norm``: ``norm`` over the last two axes."""
     return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
+
+
+def cond(x, p=None):
+    """``jnp.linalg.cond``: the condition number in the norm ``p`` (the ratio of extreme
+    singular values for ``None``, 2, -2), infinity where it is NaN but ``x`` has none."""
+    x = array_operand(x)
+    x = astype(x, to_inexact(dtype_of(x)))
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x)
+        r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    else:
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    nan_free = ~_max(x != x, axis=(-2, -1), initial=False)
+    return where((r != r) & nan_free, np.inf, r)
 
 
 # --------------------------------------------------------------------------- array API
