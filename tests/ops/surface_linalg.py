@@ -278,6 +278,21 @@ CASES = [
         rtol=1e-4,
         dtype_sets=((I, I, I), (D, D, F)),
     ),
+    Case(
+        ("polyfit",),
+        lambda m, x, y, w: (
+            m.polyfit(x, y, 2),
+            m.polyfit(x, y[:, None] * m.ones(2), 1, full=True),
+            m.polyfit(x, y, 1, w=w, cov=True),
+            m.polyfit(x, y, 0, cov="unscaled"),
+            m.polyfit(x, y, 3, rcond=1e-3),
+        ),
+        ((("n",), F), (("n",), F), (("n",), F)),
+        data=_positive,
+        sizes=({"n": 5, "m": 1}, {"n": 6, "m": 1}, {"n": 9, "m": 1}),
+        rtol=1e-3,
+        dtype_sets=((D, D, D),),
+    ),
     # ------------------------------------------------------------------ signal
     Case(
         ("diff", "ediff1d"),

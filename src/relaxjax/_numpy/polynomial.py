@@ -1,6 +1,6 @@
 """Polynomials and 1-d convolutions with jax.numpy's names and semantics: ``convolve
 correlate`` (one op), ``polyval polyadd polysub polymul polyder polyint polydiv poly
-vander``.
+vander polyfit`` (``polyfit`` is ``lstsq`` of a scaled ``vander`` matrix, a LAPACK call).
 
 Coefficients are highest degree first, as numpy's. Lengths may be symbolic: ``polyval``
 of a polynomial of symbolic length sums ``p[k] * x ** (n - 1 - k)`` (a static length is
@@ -24,8 +24,9 @@ from relaxjax._numpy.arraylike import (
     shape_of,
     static_index,
 )
-from relaxjax._numpy.core import arange, asarray, maximum, ones, power, zeros
+from relaxjax._numpy.core import arange, asarray, maximum, multiply, ones, power, sqrt, zeros
 from relaxjax._numpy.entries import trim_mask, trim_zeros
+from relaxjax._numpy.factorizations import inv, lstsq
 from relaxjax._numpy.manipulation import atleast_1d, broadcast_shapes, flip
 from relaxjax._numpy.mask import take_masked
 from relaxjax._numpy.reduction import prod as _prod
@@ -45,6 +46,7 @@ __all__ = [
     "polyadd",
     "polyder",
     "polydiv",
+    "polyfit",
     "polyint",
     "polymul",
     "polysub",
@@ -281,3 +283,57 @@ def poly(seq_of_zeros):
         factor = concatenate([one, reshaped(-roots[k], (1,))])
         coefficients = convolve(coefficients, factor, mode="full")
     return coefficients
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """``jnp.polyfit``: the least-squares polynomial of degree ``deg`` through the points
+    ``(x, y)`` (``y`` 1-d, or 2-d for several fits), optionally weighted by ``w``; with
+    ``full`` also the residuals, rank, singular values and ``rcond``, with ``cov`` the
+    covariance of the coefficients. ``lstsq`` of the column-scaled ``vander`` matrix."""
+    x, y = array_operand(x), array_operand(y)
+    deg = static_index(deg, "deg")
+    order = deg + 1
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if ndim_of(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    length = _length(x)
+    if isinstance(length, int) and length == 0:
+        raise TypeError("expected non-empty vector for x")
+    if not 1 <= ndim_of(y) <= 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if arith.compare(length, "==", _length(y)) is False:
+        raise TypeError("expected x and y to have same length")
+    eps = float(np.finfo(dtypes.to_numpy(to_inexact(dtype_of(x)))).eps)
+    if rcond is None:
+        rcond = eps * length if isinstance(length, int) else multiply(eps, length)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        (w,) = _inexact(w)
+        if ndim_of(w) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if arith.compare(_length(w), "==", _length(y)) is False:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * expand_dims(w, 1)
+        rhs = rhs * (expand_dims(w, 1) if ndim_of(rhs) == 2 else w)
+    scale = sqrt(_sum(lhs * lhs, axis=0))
+    lhs = lhs / expand_dims(scale, 0)
+    c, resids, rank, singular = lstsq(lhs, rhs, rcond)
+    c = c / (expand_dims(scale, 1) if ndim_of(c) > 1 else scale)
+    if full:
+        return c, resids, rank, singular, astype(rcond, "float64")
+    if not cov:
+        return c
+    base = inv(lhs.T @ lhs) / (expand_dims(scale, 1) * expand_dims(scale, 0))
+    if cov == "unscaled":
+        factor = astype(1.0, dtype_of(base))
+    else:
+        if isinstance(length, int) and length <= order:
+            raise ValueError(
+                "the number of data points must exceed order to scale the covariance matrix"
+            )
+        factor = resids / (length - order)
+    factor = atleast_1d(factor)
+    if ndim_of(y) == 1:
+        return c, base * expand_dims(factor, 0)
+    return c, expand_dims(base, 2) * reshaped(factor, (1, 1, _length(factor)))
