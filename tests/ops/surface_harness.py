@@ -180,6 +180,9 @@ def check_shapes(case: Case) -> None:
                 got = tuple(arith.subs(d, env) for d in mine.shape)
                 assert got == tuple(jaxs.shape), f"{where} result {k}: {mine} vs {jaxs.shape}"
                 assert mine.dtype == dtypes.canonical(jaxs.dtype), f"{where} result {k}: dtype"
+                # a weak bool promotes as a bool: relaxjax never makes one (tests/ops/oracle.py)
+                weak = bool(getattr(jaxs, "weak_type", False)) and mine.dtype != "bool"
+                assert mine.weak == weak, f"{where} result {k}: weak {mine.weak} vs jax's {weak}"
 
 
 def check_eager(case: Case, dtype_sets: bool = False) -> None:

@@ -24,8 +24,8 @@ from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
     astype,
+    converted,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     static_index,
@@ -66,8 +66,7 @@ def outer(a, b, out=None):
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
     a, b = array_operand(a), array_operand(b)
-    dtype = promoted(a, b)
-    a, b = ravel(astype(a, dtype)), ravel(astype(b, dtype))
+    a, b = (ravel(x) for x in converted(a, b))
     return expand_dims(a, 1) * expand_dims(b, 0)
 
 
@@ -178,9 +177,7 @@ def _require_rank(name: str, x: object, rank: int) -> None:
 
 def kron(a, b):
     """``jnp.kron``: the Kronecker product (block ``(i, j)`` is ``a[i, j] * b``)."""
-    a, b = array_operand(a), array_operand(b)
-    dtype = promoted(a, b)
-    a, b = astype(a, dtype), astype(b, dtype)
+    a, b = converted(a, b)
     rank = max(ndim_of(a), ndim_of(b))
     a = reshaped(a, (1,) * (rank - ndim_of(a)) + shape_of(a))
     b = reshaped(b, (1,) * (rank - ndim_of(b)) + shape_of(b))
@@ -199,8 +196,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     size_a, size_b = shape_of(a)[-1], shape_of(b)[-1]
     if size_a not in (2, 3) or size_b not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
-    dtype = promoted(a, b)
-    a, b = astype(a, dtype), astype(b, dtype)
+    a, b = converted(a, b)
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     if size_a == 2 and size_b == 2:
         return a0 * b1 - a1 * b0

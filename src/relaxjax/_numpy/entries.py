@@ -21,6 +21,7 @@ import numpy as np
 from relaxjax import arith
 from relaxjax._numpy.arraylike import (
     array_operand,
+    asserted_shape,
     astype,
     dtype_of,
     is_static,
@@ -41,8 +42,7 @@ from relaxjax._numpy.mask import take_masked
 from relaxjax._numpy.reduction import max as _max
 from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, getitem
 from relaxjax.errors import TraceError
-from relaxjax.ir import TensorInfo
-from relaxjax.trace import Tracer, current, emit, match_cast
+from relaxjax.trace import Tracer, current, emit
 
 Dim = arith.Dim
 
@@ -109,11 +109,11 @@ def _delete_symbolic(a: object, indices: list[int], axis: int, n: Dim) -> object
     if keep is None:
         return a
     result = compress(keep, a, axis=axis)
-    if not _provably_distinct(normalized) or current() is None:
+    if not _provably_distinct(normalized):
         return result
     shape = list(shape_of(result))
     shape[axis] = n - len(normalized)
-    return match_cast(result, TensorInfo(tuple(shape), dtype_of(result)))
+    return asserted_shape(result, shape)
 
 
 def _provably_distinct(indices: Sequence[Dim]) -> bool:

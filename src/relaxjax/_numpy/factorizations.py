@@ -21,9 +21,9 @@ from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
     astype,
+    converted,
     dtype_of,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     size_of,
@@ -34,7 +34,6 @@ from relaxjax._numpy.manipulation import matrix_transpose, moveaxis, ravel
 from relaxjax._numpy.reduction import max as _max
 from relaxjax._numpy.reduction import sum as _sum
 from relaxjax._numpy.shape import broadcast_to, expand_dims, matmul
-from relaxjax.ops.base import to_inexact
 from relaxjax.ops.decompositions import CholeskyAttrs, EighAttrs, QrAttrs, SvdAttrs
 from relaxjax.trace import emit
 
@@ -95,12 +94,10 @@ class SlogdetResult(NamedTuple):
 def _inexact(*xs: object) -> list:
     """The operands in their promoted inexact dtype, with known shapes (a library call
     needs them: dims of a rank-only tensor are named by a ``match_cast``)."""
-    operands = [array_operand(x) for x in xs]
-    dtype = to_inexact(promoted(*operands))
-    converted = [astype(x, dtype) for x in operands]
-    for x in converted:
+    operands = converted(*xs, inexact=True)
+    for x in operands:
         shape_of(x)
-    return converted
+    return operands
 
 
 def _eps(x: object) -> float:

@@ -18,6 +18,7 @@ from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
     astype,
+    converted,
     dtype_of,
     ndim_of,
     promoted,
@@ -335,8 +336,7 @@ class _Grid:
         axes = [_grid_1d(k, self._name) for k in key]
         if not axes:
             return [] if self._sparse else arange(0)
-        dtype = promoted(*axes)
-        axes = [astype(a, dtype) for a in axes]
+        axes = converted(*axes)
         lengths = tuple(shape_of(a)[0] for a in axes)
         count = len(axes)
         opened = [
@@ -387,7 +387,7 @@ class _AxisConcat:
                 shifts = ndmin - abs(ndmin + trans1d + 1) % ndmin
                 value = transpose(value, order[shifts:] + order[:shifts])
             output.append(value)
-        result = concatenate(broadcast_dtypes(output), axis=axis)
+        result = concatenate(converted(*output), axis=axis)
         if matrix != -1 and ndim_of(result) == 1:
             result = expand_dims(result, matrix)
         return result
@@ -418,12 +418,6 @@ def _strong(value: object) -> object:
     if isinstance(value, (bool, int, float)):
         return asarray(value)
     return value
-
-
-def broadcast_dtypes(arrays: list) -> list:
-    """The arrays converted to their promoted dtype."""
-    dtype = promoted(*arrays)
-    return [astype(a, dtype) for a in arrays]
 
 
 r_ = _AxisConcat("r_", 0, 1, -1)

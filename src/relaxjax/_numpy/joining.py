@@ -17,7 +17,8 @@ import numpy as np
 from relaxjax import arith
 from relaxjax._numpy.arraylike import (
     array_operand,
-    dtype_of,
+    asserted_shape,
+    joined_operands,
     ndim_of,
     reshaped,
     shape_of,
@@ -29,12 +30,9 @@ from relaxjax._numpy.manipulation import (
     index_along,
     ravel,
     single_axis,
-    weak_scalars_converted,
 )
 from relaxjax._numpy.shape import concatenate, split
 from relaxjax.errors import TraceError
-from relaxjax.ir import TensorInfo
-from relaxjax.trace import current, match_cast
 
 Dim = arith.Dim
 
@@ -90,7 +88,7 @@ def column_stack(tup):
 
 def append(arr, values, axis=None):
     """``jnp.append``: ``values`` after ``arr`` along ``axis`` (both flattened when None)."""
-    arr, values = weak_scalars_converted([array_operand(arr), array_operand(values)])
+    arr, values = joined_operands([arr, values])
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], axis=0)
     return concatenate([arr, values], axis=axis)
@@ -154,10 +152,8 @@ def _with_length(piece: object, axis: int, length: Dim) -> object:
     """``piece`` asserted to have ``length`` entries along ``axis``: the last piece of
     ``array_split`` is ``size - bound``, which arith does not simplify to its formula."""
     shape = list(shape_of(piece))
-    if shape[axis] == length or current() is None:
-        return piece
     shape[axis] = length
-    return match_cast(piece, TensorInfo(tuple(shape), dtype_of(piece)))
+    return asserted_shape(piece, shape)
 
 
 def hsplit(ary, indices_or_sections):

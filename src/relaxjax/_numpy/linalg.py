@@ -13,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from relaxjax._numpy import contractions, index_tricks, manipulation
-from relaxjax._numpy.arraylike import array_operand, astype, dtype_of, ndim_of, shape_of
+from relaxjax._numpy.arraylike import (
+    array_operand,
+    astype,
+    converted,
+    dtype_of,
+    ndim_of,
+    shape_of,
+)
 from relaxjax._numpy.core import abs as _abs
 from relaxjax._numpy.core import power, sqrt, where
 from relaxjax._numpy.factorizations import inv, svdvals
@@ -83,8 +90,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - jax's name
     """``jnp.linalg.norm``: a vector norm over one axis, a matrix norm over two
     (``None``/``"fro"``, 1, -1, ``inf``, ``-inf``), the 2-norm of all elements for
     ``axis=None`` and ``ord=None``."""
-    x = array_operand(x)
-    x = astype(x, to_inexact(dtype_of(x)))
+    (x,) = converted(x, inexact=True)
     ndim = ndim_of(x, "norm")
     if axis is None:
         if ord is None:
@@ -139,8 +145,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 - jax's name
 def cond(x, p=None):
     """``jnp.linalg.cond``: the condition number in the norm ``p`` (the ratio of extreme
     singular values for ``None``, 2, -2), infinity where it is NaN but ``x`` has none."""
-    x = array_operand(x)
-    x = astype(x, to_inexact(dtype_of(x)))
+    (x,) = converted(x, inexact=True)
     if p is None or p == 2 or p == -2:
         s = svdvals(x)
         r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]

@@ -26,10 +26,9 @@ import numpy as np
 from relaxjax import arith
 from relaxjax._numpy.arraylike import (
     array_operand,
-    astype,
     dtype_of,
+    joined_operands,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     size_of,
@@ -110,16 +109,7 @@ def array_sequence(op_name: str, arrays: object) -> list:
         raise TypeError(f"{op_name}: expected a sequence of arrays, got {arrays!r}")
     if not arrays:
         raise ValueError(f"{op_name}: need at least one array to concatenate")
-    return weak_scalars_converted([array_operand(a) for a in arrays])
-
-
-def weak_scalars_converted(operands: list) -> list:
-    """Python scalars among joined operands as 0-d arrays of the promoted dtype: they
-    promote weakly, as jax's weakly typed scalar arrays do."""
-    if not any(isinstance(a, (bool, int, float)) for a in operands):
-        return operands
-    dtype = promoted(*operands)
-    return [astype(a, dtype) if isinstance(a, (bool, int, float)) else a for a in operands]
+    return joined_operands(arrays)
 
 
 def at_least_rank(x: object, ndim: int) -> object:

@@ -17,9 +17,9 @@ from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
     astype,
+    converted,
     dtype_of,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     static_index,
@@ -59,17 +59,13 @@ HORNER_UNROLL_LIMIT = 64
 
 
 def _inexact(*xs: object) -> list:
-    """The operands converted to their promoted inexact dtype (jax's
-    ``promote_dtypes_inexact``)."""
-    operands = [array_operand(x) for x in xs]
-    dtype = to_inexact(promoted(*operands))
-    return [astype(x, dtype) for x in operands]
+    """jax's ``promote_dtypes_inexact``."""
+    return converted(*xs, inexact=True)
 
 
 def _promoted(*xs: object) -> list:
-    operands = [array_operand(x) for x in xs]
-    dtype = promoted(*operands)
-    return [astype(x, dtype) for x in operands]
+    """jax's ``promote_dtypes``."""
+    return converted(*xs)
 
 
 def _length(x: object) -> Dim:
@@ -306,7 +302,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise TypeError("expected x and y to have same length")
     eps = float(np.finfo(dtypes.to_numpy(to_inexact(dtype_of(x)))).eps)
     if rcond is None:
-        rcond = eps * length if isinstance(length, int) else multiply(eps, length)
+        rcond = multiply(eps, length)  # a weak float64, as jax's Python float
     lhs, rhs = vander(x, order), y
     if w is not None:
         (w,) = _inexact(w)
@@ -321,7 +317,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     c, resids, rank, singular = lstsq(lhs, rhs, rcond)
     c = c / (expand_dims(scale, 1) if ndim_of(c) > 1 else scale)
     if full:
-        return c, resids, rank, singular, astype(rcond, "float64")
+        return c, resids, rank, singular, multiply(rcond, 1.0)  # weak, as jax's asarray
     if not cov:
         return c
     base = inv(lhs.T @ lhs) / (expand_dims(scale, 1) * expand_dims(scale, 0))

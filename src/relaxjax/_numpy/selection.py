@@ -18,9 +18,9 @@ from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
     astype,
+    converted,
     dtype_of,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     size_of,
@@ -120,12 +120,11 @@ def choose(a, choices, out=None, mode="raise"):
         a = emit("clip", (a, 0, count - 1), ClipAttrs(has_min=True, has_max=True))
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    dtype = promoted(*choices)
-    a, *choices = broadcast_arrays(a, *(astype(c, dtype) for c in choices))
+    a, *choices = broadcast_arrays(a, *converted(*choices))
     result = choices[-1]
     for k in range(count - 2, -1, -1):
         result = where(a == k, choices[k], result)
-    return astype(result, dtype)
+    return result
 
 
 def select(condlist, choicelist, default=0):
@@ -137,15 +136,12 @@ def select(condlist, choicelist, default=0):
         )
     if len(condlist) == 0:
         raise ValueError("condlist must be non-empty")
-    choices = [array_operand(c) for c in choicelist]
-    default = array_operand(default)
-    dtype = promoted(default, *choices)
-    result = astype(default, dtype)
+    result, *choices = converted(default, *choicelist)
     for condition, choice in reversed(list(zip(condlist, choices))):
         condition = array_operand(condition)
         if dtype_of(condition) != "bool":
             condition = condition != 0
-        result = where(condition, astype(choice, dtype), result)
+        result = where(condition, choice, result)
     return result
 
 

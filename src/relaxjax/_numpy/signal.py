@@ -10,17 +10,17 @@ pair of points: quadratic, where jax's binary search is ``n log m``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax._numpy.arraylike import (
     array_operand,
+    asserted_shape,
     astype,
+    converted,
     dtype_of,
+    joined_operands,
     ndim_of,
-    promoted,
     reshaped,
     shape_of,
     static_index,
@@ -32,10 +32,9 @@ from relaxjax._numpy.manipulation import atleast_2d, moveaxis, ravel
 from relaxjax._numpy.reduction import sum as _sum
 from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, getitem, squeeze
 from relaxjax.errors import TraceError
-from relaxjax.ir import TensorInfo
-from relaxjax.ops.base import normalize_axis, to_inexact
+from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.index import TakeAttrs
-from relaxjax.trace import current, emit, match_cast
+from relaxjax.trace import emit
 
 Dim = arith.Dim
 
@@ -56,21 +55,12 @@ __all__ = [
 
 
 def _inexact(*xs: object) -> list:
-    operands = [array_operand(x) for x in xs]
-    dtype = to_inexact(promoted(*operands))
-    return [astype(x, dtype) for x in operands]
+    """jax's ``promote_dtypes_inexact``."""
+    return converted(*xs, inexact=True)
 
 
 def _slice(x: object, axis: int, start: Dim | None = None, stop: Dim | None = None) -> object:
     return getitem(x, (slice(None),) * axis + (slice(start, stop),))
-
-
-def _exact(x: object, shape: Sequence[Dim]) -> object:
-    """``x`` asserted to have ``shape`` (its symbolic form may be an unsimplified
-    ``min``/``max`` of the same value)."""
-    if tuple(shape_of(x)) == tuple(shape) or current() is None:
-        return x
-    return match_cast(x, TensorInfo(tuple(shape), dtype_of(x)))
 
 
 # --------------------------------------------------------------------------- differences
@@ -89,8 +79,10 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if ndim_of(arr) == 0:
         raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
     axis = normalize_axis("diff", axis, ndim_of(arr))
-    pieces = [_edge(prepend, arr, axis), arr, _edge(append, arr, axis)]
-    pieces = [p for p in pieces if p is not None]
+    position = 0 if prepend is None else 1
+    pieces = joined_operands([x for x in (prepend, arr, append) if x is not None])
+    arr = pieces[position]  # scalars join weakly, as in jax
+    pieces = [p if k == position else _edge(p, arr, axis) for k, p in enumerate(pieces)]
     if len(pieces) > 1:
         arr = concatenate(pieces, axis)
     for _ in range(n):
@@ -98,7 +90,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         later, earlier = _slice(arr, axis, 1), _slice(arr, axis, None, -1)
         target = shape_of(later)
         arr = (later != earlier) if dtype_of(arr) == "bool" else later - earlier
-        arr = _exact(arr, target[:axis] + (arith.max_(length - 1, 0),) + target[axis + 1 :])
+        arr = asserted_shape(arr, target[:axis] + (arith.max_(length - 1, 0),) + target[axis + 1 :])
     return arr
 
 
@@ -106,8 +98,6 @@ def _edge(value: object, arr: object, axis: int) -> object | None:
     if value is None:
         return None
     value = array_operand(value)
-    if isinstance(value, (bool, int, float)):  # weakly typed: takes arr's dtype
-        value = astype(value, promoted(arr, value))
     if ndim_of(value) == 0:
         shape = list(shape_of(arr))
         shape[axis] = 1
@@ -120,7 +110,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
     ``to_end`` (converted to its dtype) around them."""
     arr = ravel(array_operand(ary))
     length = shape_of(arr)[0]
-    result = _exact(_slice(arr, 0, 1) - _slice(arr, 0, None, -1), (arith.max_(length - 1, 0),))
+    result = asserted_shape(
+        _slice(arr, 0, 1) - _slice(arr, 0, None, -1), (arith.max_(length - 1, 0),)
+    )
     dtype = dtype_of(result)
     if to_begin is not None:
         result = concatenate([ravel(astype(array_operand(to_begin), dtype)), result])
@@ -159,7 +151,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
         steps = spacing
     else:
         raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
-    grads = [_exact(_gradient_along(a, h, x), shape_of(a)) for x, h in zip(axes, steps)]
+    grads = [asserted_shape(_gradient_along(a, h, x), shape_of(a)) for x, h in zip(axes, steps)]
     return grads[0] if len(axes) == 1 else grads
 
 
