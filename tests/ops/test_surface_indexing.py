@@ -236,3 +236,13 @@ def test_traced_arguments_that_must_be_static_are_refused():
         relax.eval_shape(lambda i: rnp.choose(i, [1.0, 2.0]), index)
     with pytest.raises(relax.TraceError, match="mode='wrap' or mode='clip'"):
         relax.eval_shape(lambda i: rnp.ravel_multi_index((i,), (3,)), index)
+
+
+def test_weak_types_of_diagonals_follow_jax():
+    """jax takes the main diagonal of a square matrix by a product with a (strong) identity
+    matrix, other diagonals by a gather that keeps the weak type."""
+    spec = relax.Tensor((4,), "int32")
+    square = relax.eval_shape(lambda v: rnp.diagonal(rnp.reshape(v, (2, 2)) + 1.5), spec)
+    offset = relax.eval_shape(lambda v: rnp.diagonal(rnp.reshape(v, (2, 2)) + 1.5, 1), spec)
+    gathered = relax.eval_shape(lambda v: rnp.take_along_axis(v + 1.5, v, 0), spec)
+    assert (square.weak, offset.weak, gathered.weak) == (False, True, True)

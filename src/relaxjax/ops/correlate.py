@@ -31,7 +31,7 @@ from relaxjax.ops.base import (
     as_tensor_info,
     compute_dtype,
     fail,
-    promote_types,
+    promote_weak,
     register,
     tensor_args,
     to_inexact,
@@ -85,17 +85,18 @@ class Correlate(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         a, v = tensor_args(self.name, args, 2)
-        dtype = to_inexact(promote_types(self.name, args))
+        dtype, weak = promote_weak(self.name, args)
+        dtype = to_inexact(dtype)
         what = "convolve" if attrs.convolve else "correlate"
         if any(i.ndim is not None and i.ndim != 1 for i in (a, v)):
             fail(self.name, f"{what}() only support 1-dimensional inputs.")
         if a.shape is None or v.shape is None:
-            return TensorInfo(dtype=dtype, ndim=1)
+            return TensorInfo(dtype=dtype, ndim=1, weak=weak)
         (n,), (m,) = a.shape, v.shape
         for length, name in ((n, "a"), (m, "v")):
             message = f"{self.name}: {what}: inputs cannot be empty, got {name} of length {length}"
             ctx.require(Check("le", (1, length), message))
-        return TensorInfo((_window(n, m, attrs)[1],), dtype)
+        return TensorInfo((_window(n, m, attrs)[1],), dtype, weak=weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = CorrelateAttrs() if attrs is None else attrs

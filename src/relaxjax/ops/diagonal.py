@@ -4,7 +4,7 @@ length ``max(0, min(d1 + min(offset, 0), d2 - max(offset, 0)))``::
 
     out[..., k] = x[..., k + max(-offset, 0), ..., k + max(offset, 0), ...]
 
-The dtype is the input's. ``trace`` sums it, ``diag`` of a matrix is it.
+The dtype (and weak type) is the input's. ``trace`` sums it, ``diag`` of a matrix is it.
 """
 
 from __future__ import annotations
@@ -74,13 +74,13 @@ class Diagonal(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         axis1, axis2 = diagonal_axes(self.name, attrs, x.ndim)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=x.ndim - 1)
+            return TensorInfo(dtype=x.dtype, ndim=x.ndim - 1, weak=x.weak)
         rest = tuple(d for a, d in enumerate(x.shape) if a not in (axis1, axis2))
         length = diagonal_length(x.shape[axis1], x.shape[axis2], attrs.offset)
-        return TensorInfo(rest + (length,), x.dtype)
+        return TensorInfo(rest + (length,), x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = DiagonalAttrs() if attrs is None else attrs

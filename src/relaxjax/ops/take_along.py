@@ -9,7 +9,7 @@ semantics (``jnp.take_along_axis``).
 Negative indices count from the end. Out-of-range indices follow ``mode`` as for
 ``take`` (:mod:`relaxjax.ops.index`): ``"fill"`` (jax's default) gives ``fill_value``
 (default NaN for floats, the smallest signed / largest unsigned int, True), ``"clip"``
-clamps. An empty ``axis`` gives zeros, as jax. The dtype is ``arr``'s.
+clamps. An empty ``axis`` gives zeros, as jax. The dtype (and weak type) is ``arr``'s.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class TakeAlongAxis(Op):
         if attrs.mode not in MODES:
             raise ValueError(f"take_along_axis: mode must be one of {MODES}, got {attrs.mode!r}")
         if arr.ndim is None or indices.ndim is None:
-            return TensorInfo(dtype=arr.dtype, ndim=indices.ndim)
+            return TensorInfo(dtype=arr.dtype, ndim=indices.ndim, weak=arr.weak)
         if arr.ndim != indices.ndim:
             ctx.fail(
                 "indices and arr must have the same number of dimensions; "
@@ -65,14 +65,14 @@ class TakeAlongAxis(Op):
             )
         axis = normalize_axis(self.name, attrs.axis, arr.ndim)
         if arr.shape is None or indices.shape is None:
-            return TensorInfo(dtype=arr.dtype, ndim=arr.ndim)
+            return TensorInfo(dtype=arr.dtype, ndim=arr.ndim, weak=arr.weak)
         text = f"{info_text(arr)} and indices {info_text(indices)}"
         shape: list[Dim | None] = []
         for a, (d, k) in enumerate(zip(arr.shape, indices.shape)):
             shape.append(k if a == axis else broadcast_dim(ctx, d, k, text, a))
         if any(d is None for d in shape):
-            return TensorInfo(dtype=arr.dtype, ndim=arr.ndim)
-        return TensorInfo(tuple(shape), arr.dtype)
+            return TensorInfo(dtype=arr.dtype, ndim=arr.ndim, weak=arr.weak)
+        return TensorInfo(tuple(shape), arr.dtype, weak=arr.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         arr = reference_input(arrays[0])
