@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.numpy.linalg", "relaxjax.nn"]
+PUBLIC = ["relaxjax.numpy", "relaxjax.numpy.linalg", "relaxjax.nn", "relaxjax.lax"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)
