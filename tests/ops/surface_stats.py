@@ -128,15 +128,6 @@ REDUCTIONS = (
     E("nancumprod", lambda m, x, y, w: m.nancumprod(x)),
     E("cumulative_sum", lambda m, x, y, w: m.cumulative_sum(y, include_initial=True)),
     E("cumulative_prod", lambda m, x, y, w: m.cumulative_prod(x, axis=1)),
-    E("cov", lambda m, x, y, w: m.cov(x, rowvar=False)),
-    E(
-        "cov_weights",
-        lambda m, x, y, w: m.cov(
-            x, rowvar=False, ddof=0, aweights=m.abs(x[:, 0]), fweights=(x[:, 1] > 0).astype("int32")
-        ),
-        "cov",
-    ),
-    E("corrcoef", lambda m, x, y, w: m.corrcoef(x, rowvar=False)),
 )
 
 ORDER = (

@@ -23,7 +23,6 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax._numpy import core as _core
 from relaxjax._numpy import reduction as _reduction
-from relaxjax._numpy.operands import array_of
 from relaxjax._numpy.reduction import _check_where, _moment_dtypes, dtype_of, mean, shape_of
 from relaxjax._numpy.shape import (
     _axes_or_none,
@@ -35,12 +34,10 @@ from relaxjax._numpy.shape import (
     argmin,
     broadcast_to,
     concatenate,
-    getitem,
     reshape,
 )
 from relaxjax.ops.base import normalize_axis, to_inexact
 from relaxjax.ops.elementwise import AstypeAttrs
-from relaxjax.ops.linalg import EinsumAttrs
 from relaxjax.ops.manipulate import TransposeAttrs
 from relaxjax.ops.scan import CumsumAttrs
 from relaxjax.trace import Tracer, emit
@@ -51,8 +48,6 @@ __all__ = [
     "amin",
     "any",
     "average",
-    "corrcoef",
-    "cov",
     "cumprod",
     "cumulative_prod",
     "cumulative_sum",
@@ -450,109 +445,3 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """``jnp.cumulative_prod``: running products along ``axis`` (optional for 1-d ``x``);
     ``include_initial`` starts with 1."""
     return _cumulative("cumulative_prod", x, axis, dtype, bool(include_initial), False)
-
-
-# --------------------------------------------------------------------------- cov, corrcoef
-
-
-def _rows(x: object) -> object:
-    """``x`` as a 2-d array of variables (rows): ``atleast_2d``."""
-    ndim = _rank(x)
-    if ndim == 2:
-        return x
-    return reshape(x, (1, -1) if ndim == 1 else (1, 1))
-
-
-def _weights_of(name: str, weights: object, samples: Dim, integer: bool) -> object:
-    weights = array_of(weights)
-    if _rank(weights) > 1:
-        raise RuntimeError(f"cannot handle multidimensional {name}")
-    if arith.compare(shape_of(weights)[0], "==", samples) is False:
-        raise RuntimeError(f"incompatible numbers of samples and {name}")
-    if integer and not dtypes.is_integer(dtype_of(weights)):
-        raise TypeError(f"{name} must be integer.")
-    return emit("abs", (weights,))  # jax: numpy would raise on negative weights
-
-
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
-    """``jnp.cov``: the covariance matrix of the variables (rows of ``m``, and of ``y``;
-    columns when ``rowvar`` is false) over their observations, normalised by
-    ``N - ddof`` (``ddof`` defaults to 1, 0 with ``bias``); ``fweights`` (integer
-    repeat counts) and ``aweights`` weight the observations. One variable gives a 0-d
-    result."""
-    m = array_of(m)
-    if y is not None:
-        y = array_of(y)
-        inexact = to_inexact(dtypes.promote(dtype_of(m), dtype_of(y)))
-        if _rank(y) > 2:
-            raise ValueError("y has more than 2 dimensions")
-        y = _core.astype(y, inexact)
-    else:
-        inexact = to_inexact(dtype_of(m))
-    m = _core.astype(m, inexact)
-    if _rank(m) > 2:
-        raise ValueError("m has more than 2 dimensions")
-    if dtype is not None and not dtypes.is_floating(dtypes.canonical(dtype)):
-        raise ValueError(f"cov: dtype must be a subclass of float or complex; got dtype={dtype}")
-    x = _rows(m)
-    if not rowvar and _rank(m) != 1:
-        x = emit("transpose", (x,), TransposeAttrs((1, 0)))
-    if shape_of(x)[0] == 0:
-        return np.zeros((0, 0))
-    if y is not None:
-        rows = _rows(y)
-        if not rowvar and shape_of(rows)[0] != 1:
-            rows = emit("transpose", (rows,), TransposeAttrs((1, 0)))
-        x = concatenate([x, rows], axis=0)
-    variables, samples = shape_of(x)
-    if samples == 0:
-        shape = () if variables == 1 else (variables, variables)
-        return np.full(shape, np.nan, dtypes.to_numpy(dtype_of(x)))
-    if ddof is None:
-        ddof = 1 if not bias else 0
-    weights = None
-    if fweights is not None:
-        weights = _weights_of("fweights", fweights, samples, True)
-    if aweights is not None:
-        aweights = _weights_of("aweights", aweights, samples, False)
-        weights = aweights if weights is None else emit("multiply", (weights, aweights))
-    if dtype is not None:
-        x = _core.astype(x, dtypes.canonical(dtype))
-        weights = None if weights is None else _core.astype(weights, dtypes.canonical(dtype))
-    mean_, total = average(x, axis=1, weights=weights, returned=True)
-    total = getitem(total, 0)
-    if weights is None:
-        norm = emit("subtract", (samples, ddof))
-    elif ddof == 0:
-        norm = total
-    elif aweights is None:
-        norm = emit("subtract", (total, ddof))
-    else:
-        spread = _reduction.sum(emit("multiply", (weights, aweights)))
-        norm = emit("subtract", (total, emit("divide", (emit("multiply", (ddof, spread)), total))))
-    centered = emit("subtract", (x, reshape(mean_, (-1, 1))))
-    scaled = centered if weights is None else emit("multiply", (centered, weights))
-    product = emit("matmul", (centered, emit("transpose", (scaled,), TransposeAttrs((1, 0)))))
-    result = emit("divide", (product, norm))
-    if arith.compare(samples, ">", 0) is not True:  # no observations at run time: NaN
-        result = _core.where(emit("equal", (samples, 0)), math.nan, result)
-    if variables == 1:
-        return reshape(result, ())
-    return result
-
-
-def corrcoef(x, y=None, rowvar=True, dtype=None):
-    """``jnp.corrcoef``: the correlation coefficients, :func:`cov` divided by the
-    standard deviations, clipped to [-1, 1] (``c / c`` for one variable)."""
-    if dtype is not None and not dtypes.is_floating(dtypes.canonical(dtype)):
-        raise ValueError(
-            f"corrcoef: dtype must be a subclass of float or complex; got dtype={dtype}"
-        )
-    c = cov(x, y, rowvar, dtype=dtype)
-    if _rank(c) == 0:
-        return emit("divide", (c, c))
-    diagonal = emit("einsum", (c,), EinsumAttrs("ii->i"))
-    deviation = _core.astype(_core.sqrt(diagonal), dtype_of(c))
-    c = emit("divide", (c, reshape(deviation, (-1, 1))))
-    c = emit("divide", (c, reshape(deviation, (1, -1))))
-    return _core.clip(c, -1, 1)
