@@ -2315,7 +2315,11 @@ def test_symbolic_arange_and_causal_mask():
     assert f.cache_size() == 1
 
 
-def test_jit_of_jitted_function_inlines():
+def test_jit_of_jitted_function_calls_it():
     inner = relax.jit(lambda x: x + 1.0)
     outer = relax.jit(lambda x: inner(x) * 2.0)
     np.testing.assert_allclose(outer(np.zeros(2, np.float32)), [2.0, 2.0])
+    assert len(outer.trace(np.zeros(2, np.float32)).graph_functions()) == 2  # a call, not inlined
+    inlined = relax.jit(lambda x: relax.jit(lambda y: y + 1.0, inline=True)(x) * 2.0)
+    np.testing.assert_allclose(inlined(np.zeros(2, np.float32)), [2.0, 2.0])
+    assert len(inlined.trace(np.zeros(2, np.float32)).graph_functions()) == 1

@@ -15,6 +15,11 @@ A parameter annotated with a spec is traced once, symbolically: every call, for
 any value of its symbols, runs the same executable. An unannotated parameter is
 specialised to the shape and dtype of the first call that passes it, as in
 ``jax.jit``; a new shape or dtype compiles a new executable.
+
+A jitted function called while another function is traced becomes a graph
+function of the caller's module, traced once and shared by every call site
+(:mod:`relaxjax.trace.call`); ``relax.jit(fn, inline=True)`` traces its body into
+the caller instead, so the caller's fusion sees across the call.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from relaxjax.passes import lower_pipeline
 from relaxjax.schedule.replace import replace_kernel
 from relaxjax.tir import PrimFunc
 from relaxjax.trace import pytree
+from relaxjax.trace.call import call_traced, tracing_once
 from relaxjax.trace.context import TRACE_STACK
 from relaxjax.trace.function import Traced, function_name, trace_function
 from relaxjax.trace.signature import CallPlan, FastPath, Signature
@@ -54,8 +60,10 @@ class Jitted:
         target: str = "llvm",
         static_argnames: Sequence[str] = (),
         localns: Mapping[str, object] | None = None,
+        inline: bool = False,
     ) -> None:
-        """``localns``: names visible where ``fn`` was decorated, for string annotations."""
+        """``localns``: names visible where ``fn`` was decorated, for string annotations;
+        ``inline``: called inside another trace, trace the body into it (see :func:`jit`)."""
         if not callable(fn):
             raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
         if not isinstance(target, str):
@@ -64,6 +72,7 @@ class Jitted:
         self.fn = fn
         self.target = target
         self.static_argnames = tuple(static_argnames)
+        self.inline = bool(inline)
         self._name = function_name(fn)
         self._signature = Signature(fn, self._name, static_argnames, localns)
         self._traces: dict[Hashable, Traced] = {}
@@ -90,7 +99,8 @@ class Jitted:
                         bound.arguments[name] = arguments[name]
                 return self.fn(*bound.args, **bound.kwargs)
 
-            traced = trace_function(self.fn, plan.params, invoke, self._name)
+            with tracing_once(self, plan.key, self._name):
+                traced = trace_function(self.fn, plan.params, invoke, self._name)
             self._traces[plan.key] = traced
         return traced
 
@@ -120,17 +130,19 @@ class Jitted:
         same signature, e.g. a scheduled one (``sch.func``); a mismatch raises
         ``ScheduleError``. The replacements are checked when a call first compiles.
         """
-        replaced = Jitted(self.fn, self.target, self.static_argnames, self._signature._localns)
+        replaced = Jitted(
+            self.fn, self.target, self.static_argnames, self._signature._localns, self.inline
+        )
         replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
         return replaced
 
     def _build(self, traced: Traced) -> Callable[..., object]:
         if not self._kernel_overrides:
-            return runtime.build_executable(traced.module, self.target)
+            return runtime.build_executable(traced.module, self.target, entry=traced.name)
         mod = LOWER_PIPELINE(traced.module)
         for name, func in self._kernel_overrides.items():
             mod = replace_kernel(mod, name, func)
-        return runtime.build_executable(mod, self.target)
+        return runtime.build_executable(mod, self.target, entry=traced.name)
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:
         """The output spec(s), in the function's output structure: no compilation, no data."""
@@ -140,8 +152,11 @@ class Jitted:
     # -- running ----------------------------------------------------------------------------
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        if TRACE_STACK:
-            return self.fn(*args, **kwargs)  # inside another trace: inline
+        if TRACE_STACK:  # inside another trace: a call of this function's graph function
+            self._signature.check_inline_dims(args, kwargs)
+            if self.inline:
+                return self.fn(*args, **kwargs)
+            return call_traced(self._signature, self._trace, args, kwargs)
         fast_key = None if kwargs else self._fast_path.key(args)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is None:
@@ -175,16 +190,22 @@ def jit(
     *,
     target: str = "llvm",
     static_argnames: Sequence[str] = (),
+    inline: bool = False,
 ) -> Jitted | Callable[[Callable[..., object]], Jitted]:
     """Compile ``fn`` for every value of its parameters' symbolic dims.
 
     Use as ``@relax.jit``, ``@relax.jit(target="llvm")`` or ``relax.jit(fn,
     target="cuda")``. Parameters named in ``static_argnames`` are not traced:
     their (hashable) values are baked into the program, one executable per value.
+
+    Called while another function is traced, ``fn`` is a function of its own in the
+    caller's module, traced once and shared by every call site (the result spec at
+    each comes from matching its signature); with ``inline=True`` its body is traced
+    into the caller instead, where it fuses with the ops around the call.
     """
     if fn is None:
-        return functools.partial(jit, target=target, static_argnames=static_argnames)
-    return Jitted(fn, target, static_argnames, _caller_locals())
+        return functools.partial(jit, target=target, static_argnames=static_argnames, inline=inline)
+    return Jitted(fn, target, static_argnames, _caller_locals(), inline)
 
 
 def _caller_locals() -> dict[str, object]:

@@ -131,6 +131,28 @@ def _every_form():
     return bb.finalize()
 
 
+def test_round_trip_of_symbolic_bounds():
+    # a data-dependent size k0 (0 <= k0 <= b * 4) bound by a match_cast of a scalar
+    b = arith.sym("b", lower=1, upper=64)
+    k0 = arith.sym("k0", upper=b * 4)
+    x = Var("x", TensorInfo((b, 4), "float32"))
+    count = Var("count", PrimInfo("int64"))
+    bb = BlockBuilder()
+    with bb.function("main", [x, count]):
+        with bb.dataflow():
+            cast = bb.emit_match_cast(count, PrimInfo("int64", value=k0))
+            gv = bb.emit_output(cast)
+        bb.emit_func_output(gv)
+    mod = bb.finalize()
+    verify(mod)
+    text = module_to_text(mod)
+    assert '@function(bounds={"b": (1, 64), "k0": (0, b * 4)})' in text
+    parsed = parse_module(text, OPS)
+    assert parsed == mod and module_to_text(parsed) == text
+    bound = parsed["main"].body.blocks[0].bindings[0].info.value
+    assert bound.upper == b * 4 and arith.prove_le(bound, 256)
+
+
 def test_round_trip_of_every_form():
     mod = _every_form()
     verify(mod)

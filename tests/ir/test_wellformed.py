@@ -63,12 +63,21 @@ def test_symbol_defined_in_a_binding():
     assert isinstance(error.nodes[0], Binding)
 
 
-def test_symbol_defined_in_a_parameter():
-    x = Var("x", TensorInfo((n * 2,)))
+def test_parameters_define_every_symbol_they_mention():
+    x = Var("x", TensorInfo((n * 2, m * p + 1)))
+    lv = Var("lv", TensorInfo((n * 2, m * p + 1)))
+    q = Var("q", PrimValue(n).info)
+    blocks = [BindingBlock([Binding(lv, Call(relu, [x], None, lv.info)), Binding(q, PrimValue(n))])]
+    verify(_module([x], blocks, lv))
+    # a match_cast binds the symbols its dims determine, and no others
+    y, cast = Var("y", TensorInfo((4,))), Var("cast", TensorInfo((n * 2, m * n)))
+    verify(_module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)))
+    cast = Var("cast", TensorInfo((n * m, n // 2)))
     _fails(
-        _module([x], [], x),
-        'symbol-defined: function main, parameter x: Tensor((n * 2,), "float32"): '
-        "symbol n is used but not defined by a parameter or match_cast",
+        _module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)),
+        'symbol-defined: function main, binding cast: Tensor((m * n, n // 2), "float32") = '
+        'match_cast(y, Tensor((m * n, n // 2), "float32")): '
+        "symbol m is used but not defined by a parameter or match_cast",
     )
 
 
@@ -83,6 +92,30 @@ def test_symbol_defined_by_match_cast_only_after_it():
         " symbol p is used but not defined by a parameter or match_cast",
     )
     verify(_module([x], [BindingBlock(blocks[0].bindings[1:])], cast, TensorInfo(ndim=2)))
+
+
+def test_symbol_defined_in_a_symbolic_bound():
+    # k0 <= m * 4: m must be defined before the match_cast that defines k0
+    x = Var("x", T_N)
+    k0 = arith.sym("k0", upper=m * 4)
+    cast = Var("cast", TensorInfo((k0, 4)))
+    blocks = [BindingBlock([MatchCast(cast, x, TensorInfo((k0, 4)))])]
+    _fails(
+        _module([x], blocks, cast, TensorInfo(ndim=2)),
+        'symbol-defined: function main, binding cast: Tensor((k0, 4), "float32") = '
+        'match_cast(x, Tensor((k0, 4), "float32")): symbol m in the bound k0 <= m * 4 is not '
+        "defined by a parameter or an earlier match_cast",
+    )
+    k1 = arith.sym("k1", upper=n * 4)
+    good = Var("good", TensorInfo((k1, 4)))
+    verify(
+        _module(
+            [x],
+            [BindingBlock([MatchCast(good, x, TensorInfo((k1, 4)))])],
+            good,
+            TensorInfo(ndim=2),
+        )
+    )
 
 
 def test_symbol_defined_in_ret_info():

@@ -118,9 +118,10 @@ def test_integer_array_index_takes_along_the_axis():
     assert ours == T(("n", 3), "float32")
 
 
-def test_indexing_with_a_traced_bool_mask_is_refused():
+def test_indexing_with_a_traced_bool_mask_has_a_data_dependent_length():
     def f(x):
         return x[x > 0]
 
-    with pytest.raises(TypeError, match="boolean mask indexing"):
-        relax.eval_shape(f, T((3,), "float32"))
+    out = relax.eval_shape(f, T((3,), "float32"))
+    (k,) = out.shape
+    assert k.name == "k0" and (k.lower, k.upper) == (0, 3)

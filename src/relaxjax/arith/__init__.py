@@ -9,8 +9,9 @@ canonical form and its print order.
 from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym, set_value_of_dim
 
 # isort: split
-from relaxjax.arith.algebra import as_dim, floordiv, mod
+from relaxjax.arith.algebra import as_dim, exact_div, floordiv, mod
 from relaxjax.arith.bounds import bounds
+from relaxjax.arith.cases import decide_by_cases
 from relaxjax.arith.codegen import compile_dims, to_python
 from relaxjax.arith.compare import (
     compare,
@@ -23,6 +24,7 @@ from relaxjax.arith.compare import (
 )
 from relaxjax.arith.extremum import max_, min_
 from relaxjax.arith.parse import parse_dim
+from relaxjax.arith.solve import SolveStep, linear_in, solve_order
 from relaxjax.arith.subst import evaluate, free_symbols, subs
 from relaxjax.arith.symbols import sym, syms
 
@@ -34,14 +36,18 @@ __all__ = [
     "Min",
     "Mod",
     "Poly",
+    "SolveStep",
     "Sym",
     "as_dim",
     "bounds",
     "compare",
     "compile_dims",
+    "decide_by_cases",
     "evaluate",
+    "exact_div",
     "floordiv",
     "free_symbols",
+    "linear_in",
     "max_",
     "min_",
     "mod",
@@ -53,6 +59,7 @@ __all__ = [
     "prove_lt",
     "prove_ne",
     "set_value_of_dim",
+    "solve_order",
     "subs",
     "sym",
     "syms",

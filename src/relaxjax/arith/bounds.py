@@ -9,8 +9,10 @@ may be zero is taken to be non-zero: a zero divisor fails at run time anyway).
 it: a ``min``/``max``/``//``/``%`` atom that appears linearly is replaced by what it
 is known to be below or above (``min(x, y) <= x``, ``c * (x // c) <= x``,
 ``x % y <= y - 1``), so that ``min(n, 4) <= n`` or ``(n // 2) * 2 <= n`` can be
-proven although the atoms' own intervals are unbounded. Internally unbounded ends
-are ``math.inf``; the public functions return ``None`` for them.
+proven although the atoms' own intervals are unbounded. A symbol whose upper bound is
+a dim (``k <= n * 4``) is replaced the same way where it appears with a positive
+coefficient and non-negative cofactors, so ``k - n * 4 <= 0`` and ``k * m <= n * m * 4``.
+Internally unbounded ends are ``math.inf``; the public functions return ``None`` for them.
 """
 
 from __future__ import annotations
@@ -115,7 +117,13 @@ def _symbol_interval(symbol: Sym, env: Ranges) -> Interval:
     if symbol.name in env:
         return env[symbol.name]
     lo = -INF if symbol.lower is None else symbol.lower
-    hi = INF if symbol.upper is None else symbol.upper
+    upper_bound = symbol.upper
+    if upper_bound is None:
+        hi: Extended = INF
+    elif isinstance(upper_bound, int):
+        hi = upper_bound
+    else:  # a symbolic bound: as large as that dim can be
+        hi = max(lo, interval(upper_bound, env)[1])
     return (lo, hi)
 
 
@@ -212,6 +220,9 @@ def _upper_terms(terms: Terms, env: Ranges, depth: int) -> Extended:
     if depth <= 0:
         return best
     for monomial, coeff in terms.items():
+        refined = _bounded_symbol_upper(terms, monomial, coeff, env, depth - 1)
+        if refined < best:
+            best = refined
         if len(monomial) != 1 or monomial[0][1] != 1:
             continue
         atom = monomial[0][0]
@@ -223,6 +234,31 @@ def _upper_terms(terms: Terms, env: Ranges, depth: int) -> Extended:
         if refined < best:
             best = refined
     return best
+
+
+def _bounded_symbol_upper(
+    terms: Terms, monomial: tuple, coeff: int, env: Ranges, depth: int
+) -> Extended:
+    """An upper bound of ``terms`` with a symbol of ``monomial`` replaced by its symbolic
+    upper bound: ``coeff * k * rest <= coeff * upper(k) * rest`` when ``coeff > 0``, the
+    rest of the monomial is non-negative and ``k`` appears to the first power."""
+    if coeff <= 0:
+        return INF
+    for position, (atom, power) in enumerate(monomial):
+        if not (isinstance(atom, Sym) and isinstance(atom.upper, Expr) and power == 1):
+            continue
+        if atom.name in env:
+            continue  # the caller's range replaces the declared bound
+        cofactor = monomial[:position] + monomial[position + 1 :]
+        if any(interval(a, env)[0] < 0 and p % 2 for a, p in cofactor):
+            continue
+        product: Dim = atom.upper
+        for factor, times in cofactor:
+            product = product * factor**times
+        rest = dict(terms)
+        del rest[monomial]
+        return _upper_terms(_with(rest, coeff, product), env, depth)
+    return INF
 
 
 def _with(rest: Terms, coeff: int, value: Dim, offset: int = 0) -> Terms:

@@ -290,12 +290,15 @@ class Sym(Expr):
     """A named integer symbol, ``lower <= value <= upper`` (``None``: unbounded).
 
     Symbols are identified by name: two ``Sym("n")`` are equal whatever their bounds
-    (the bounds are carried for reasoning, not compared).
+    (the bounds are carried for reasoning, not compared). ``upper`` may be a dim over
+    other symbols: a data-dependent size ``k`` of a ``nonzero`` over ``n * 4`` elements
+    is ``Sym("k", 0, n * 4)``, and bounds, comparisons and ``min``/``max`` use it
+    (``min(k, n * 4) == k``).
     """
 
     name: str
     lower: int | None = 0
-    upper: int | None = None
+    upper: int | Expr | None = None
     _rank: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
@@ -305,7 +308,7 @@ class Sym(Expr):
     def _key(self) -> tuple:
         return (self.name,)
 
-    def _bound_signature(self) -> frozenset[tuple[str, int | None, int | None]]:
+    def _bound_signature(self) -> frozenset[tuple[str, int | None, Dim | None]]:
         return frozenset({(self.name, self.lower, self.upper)})
 
     def __reduce__(self) -> tuple:
@@ -323,9 +326,16 @@ def _check_symbol(name: object, lower: object, upper: object) -> None:
         raise ValueError(f"a symbol name must be a Python identifier, got {name!r}")
     if name in RESERVED_NAMES:
         raise ValueError(f"{name!r} is reserved for the {name}() function of dims")
-    for label, bound in (("lower", lower), ("upper", upper)):
-        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)):
-            raise TypeError(f"symbol {name!r}: {label} bound must be an int or None, got {bound!r}")
+    if lower is not None and (not isinstance(lower, int) or isinstance(lower, bool)):
+        raise TypeError(f"symbol {name!r}: lower bound must be an int or None, got {lower!r}")
+    if isinstance(upper, Expr):
+        if name in {s.name for s in upper.symbols}:
+            raise ValueError(f"symbol {name!r}: its upper bound {upper} mentions the symbol itself")
+        return
+    if upper is not None and (not isinstance(upper, int) or isinstance(upper, bool)):
+        raise TypeError(
+            f"symbol {name!r}: upper bound must be an int, a dim or None, got {upper!r}"
+        )
     if lower is not None and upper is not None and lower > upper:
         raise ValueError(f"symbol {name!r}: lower bound {lower} exceeds upper bound {upper}")
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from relaxjax.arith.expr import Sym
+from relaxjax.arith.expr import Expr, Sym
 
 
-def sym(name: str, lower: int | None = 0, upper: int | None = None) -> Sym:
+def sym(name: str, lower: int | None = 0, upper: int | Expr | None = None) -> Sym:
     """One symbolic integer dimension, ``lower <= value <= upper`` (``None``: unbounded).
+
+    The upper bound may be a dim over other symbols (``sym("k", upper=n * 4)``).
 
     >>> n = sym("n", lower=1, upper=4096)
     >>> (n.name, n.lower, n.upper)

@@ -20,8 +20,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from relaxjax.arith import Dim, Sym
+from relaxjax.arith import Sym
 from relaxjax.errors import ShapeError, SourceLocation, TraceError
+from relaxjax.ir.calls import match_call
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
@@ -46,16 +47,11 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.struct_info import (
-    PrimInfo,
-    ShapeInfo,
     StructInfo,
-    TensorInfo,
-    TupleInfo,
-    defining_symbols,
+    determined_symbols,
     free_symbols,
     is_base_of,
     restrict_symbols,
-    subs_info,
 )
 
 _ATOMS = (Var, Constant, PrimValue, ShapeExpr, GlobalVar, ExternFunc)
@@ -111,6 +107,17 @@ class BlockBuilder:
         finally:
             self._scope = None
 
+    def add_param(self, param: Var) -> None:
+        """Append a parameter to the function being built; its symbols become defined.
+
+        A control-flow region (a branch or loop body) is traced as a function of its own
+        and receives the values it closes over as extra parameters, met while tracing.
+        """
+        scope = self._current("add_param")
+        params = (*scope.params, param)
+        scope.symbols.update(_param_symbols(scope.name, params))
+        scope.params = params
+
     @contextmanager
     def dataflow(self) -> Iterator[None]:
         """Open a dataflow block: bindings get ``DataflowVar``s, outputs via :meth:`emit_output`."""
@@ -138,6 +145,11 @@ class BlockBuilder:
             block_type = DataflowBlock if scope.in_dataflow else BindingBlock
             scope.blocks.append(block_type(scope.bindings))
             scope.bindings = []
+
+    def current_bindings(self) -> tuple[AnyBinding, ...]:
+        """The bindings of the function being built so far, in order."""
+        scope = self._current("current_bindings")
+        return tuple(b for block in scope.blocks for b in block.bindings) + tuple(scope.bindings)
 
     @property
     def symbols(self) -> Mapping[str, Sym]:
@@ -195,18 +207,21 @@ class BlockBuilder:
         name_hint: str | None = None,
         location: SourceLocation | None = None,
     ) -> Var:
-        """Assert at run time that ``value`` matches ``info``, binding its new symbols."""
+        """Assert at run time that ``value`` matches ``info``, binding its new symbols
+        (each must be determined by a dim: ``determined_symbols``)."""
         scope = self._current("emit_match_cast")
         value = self._to_leaf(self.normalize(value, location), location)
         if not isinstance(info, StructInfo):
             raise TypeError(f"match_cast needs a StructInfo, got {info!r}")
         new = {s.name: s for s in free_symbols(info) if s.name not in scope.symbols}
-        binders = {s.name for s in defining_symbols(info)}
+        binders = {s.name for s in determined_symbols(info, scope.symbols)}
         unbindable = sorted(set(new) - binders)
         if unbindable:
             raise TraceError(
-                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and does not "
-                "appear alone as a dimension, so no value can bind it",
+                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and no dim "
+                "determines it, so no value can bind it (a dim determines a symbol when it is "
+                f"the symbol alone or linear in it, like {unbindable[0]} * 2 + 1, once its "
+                "other symbols are known)",
                 location=location,
             )
         if is_base_of(info, value.info) is False:
@@ -271,8 +286,7 @@ class BlockBuilder:
                 return call
             return Call(call.op, args, call.attrs, call.info, call.checks)
         if isinstance(call.op, GlobalVar):
-            info = self._function_call_info(call.op, args)
-            return Call(call.op, args, call.attrs, info)
+            return self._function_call(call, args, location)
         if isinstance(call.op, ExternFunc):
             raise TypeError(
                 f"a call of the external function {call.op.symbol!r} needs an explicit info "
@@ -281,18 +295,25 @@ class BlockBuilder:
         info, checks = infer_call(call.op, args, call.attrs, location)
         return Call(call.op, args, _filled_attrs(call.op, call.attrs), info, checks)
 
-    def _function_call_info(self, callee: GlobalVar, args: Sequence[Expr]) -> StructInfo:
+    def _function_call(
+        self, call: Call, args: tuple[Expr, ...], location: SourceLocation | None
+    ) -> Call:
+        """A call of a graph function of the module, its info and checks from matching
+        the callee's signature against the arguments (:func:`~relaxjax.ir.calls.match_call`)."""
+        callee = call.op
+        assert isinstance(callee, GlobalVar)
         item = self._items.get(callee.name)
         if not isinstance(item, Function):
-            what = "a kernel (use call_tir)" if is_kernel(item) else "not a graph function"
+            if self._scope is not None and callee.name == self._scope.name:
+                what = "the function being built (a function cannot call itself)"
+            else:
+                what = "a kernel (use call_tir)" if is_kernel(item) else "not a graph function"
             raise TypeError(f"cannot call {callee.name!r}: it is {what}")
-        if len(args) != len(item.params):
-            raise TypeError(f"{callee.name} takes {len(item.params)} arguments, got {len(args)}")
-        mapping: dict[str, Dim] = {}
-        for param, arg in zip(item.params, args):
-            _bind_symbols(param.info, arg.info, mapping)
-        known = [s for s in free_symbols(item.ret_info) if s.name in mapping]
-        return subs_info(restrict_symbols(item.ret_info, known), mapping)
+        for arg in args:
+            if arg.info is None:
+                raise ValueError(f"argument {arg!r} of {callee.name} has no info yet")
+        match = match_call(item, [a.info for a in args], location)
+        return Call(callee, args, call.attrs, match.info, match.checks)
 
     # -- the module -----------------------------------------------------------------------
 
@@ -307,7 +328,7 @@ class BlockBuilder:
                 return GlobalVar(existing_name)
         unique = name
         suffix = 1
-        while unique in self._items:
+        while unique in self._items or (self._scope is not None and unique == self._scope.name):
             unique = f"{name}_{suffix}"
             suffix += 1
         self._items[unique] = item
@@ -381,45 +402,20 @@ def _uses_dataflow_var(expr: Expr) -> bool:
 
 
 def _param_symbols(name: str, params: Sequence[Var]) -> dict[str, Sym]:
-    """The symbols the parameters define; raises if a parameter uses one it cannot bind."""
+    """The symbols the parameters declare: every symbol any of them mentions.
+
+    A dim need not name its symbol alone (``x: (n * 2,)``): the runtime solves the
+    symbols from the arguments' sizes (see ``runtime.solve``), and the trace needs no
+    values at all.
+    """
     for param in params:
         if not isinstance(param, Var) or isinstance(param, DataflowVar):
             raise TypeError(f"function parameters must be (non-dataflow) Vars, got {param!r}")
-    defined = {s.name: s for p in params for s in defining_symbols(p.info)}
+    defined: dict[str, Sym] = {}
     for param in params:
         for symbol in sorted(free_symbols(param.info), key=lambda s: s.name):
-            if symbol.name not in defined:
-                raise TraceError(
-                    f"function {name}: symbol {symbol.name} in parameter {param.name_hint}: "
-                    f"{param.info!r} does not appear alone as a dimension of any parameter, "
-                    "so no argument can bind it"
-                )
+            defined.setdefault(symbol.name, symbol)
     return defined
-
-
-def _bind_symbols(param: StructInfo, arg: StructInfo, mapping: dict[str, Dim]) -> None:
-    """Record what each symbol of a callee's parameter is bound to by an argument."""
-    if isinstance(param, TupleInfo) and isinstance(arg, TupleInfo):
-        for p, a in zip(param.fields, arg.fields):
-            _bind_symbols(p, a, mapping)
-        return
-    pairs: Sequence[tuple[Dim, Dim]] = ()
-    if isinstance(param, TensorInfo) and isinstance(arg, TensorInfo):
-        if param.shape is not None and arg.shape is not None:
-            pairs = list(zip(param.shape, arg.shape))
-    elif isinstance(param, ShapeInfo) and isinstance(arg, ShapeInfo):
-        if param.values is not None and arg.values is not None:
-            pairs = list(zip(param.values, arg.values))
-    elif (
-        isinstance(param, PrimInfo)
-        and isinstance(arg, PrimInfo)
-        and param.value is not None
-        and arg.value is not None
-    ):
-        pairs = [(param.value, arg.value)]
-    for p, a in pairs:
-        if isinstance(p, Sym) and p.name not in mapping:
-            mapping[p.name] = a
 
 
 def _kernel_equal(a: object, b: object) -> bool:

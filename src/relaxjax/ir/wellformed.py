@@ -2,8 +2,10 @@
 
 Rules (the name starts the message, followed by the function and the binding):
 
-- ``symbol-defined``: every symbol is defined before use, by a parameter dim or a
-  ``match_cast`` dim that is exactly that symbol.
+- ``symbol-defined``: every symbol is defined before use, by a parameter (every symbol
+  a parameter's info mentions, whatever the expression) or a ``match_cast`` dim that
+  determines it (the symbol alone, or linear in it once its other symbols are known;
+  also the symbols of a symbolic upper bound, ``k <= n * 4``, when ``k`` is defined).
 - ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
 - ``var-defined``: every var is defined before it is used.
 - ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
@@ -14,7 +16,14 @@ Rules (the name starts the message, followed by the function and the binding):
   with what ``op.infer`` deduces again (equal or coarser, with every deduced run-time check
   recorded), and the function's ``ret_info`` with its body.
 - ``callee-exists``: a call of a ``GlobalVar`` names a graph function of the module, and
-  ``call_tir`` names a kernel of the module (``call_extern`` calls an ``ExternFunc``).
+  ``call_tir`` names a kernel of the module (``call_extern`` calls an ``ExternFunc``); the
+  regions of a control op (``switch``, loops: :mod:`relaxjax.ir.control`) are graph functions.
+- ``control-consistent``: a control op's info and checks are those its regions give
+  (re-deduced: every loop carry keeps its dtype, rank and dims, branches agree); only a loop
+  body (the region that receives the carries) may donate parameters, and only carries;
+  a function that donates parameters is never called directly.
+- ``inplace-owned``: ``call_tir_inplace`` updates tensors the function owns and that are
+  dead after the update (:mod:`relaxjax.ir.inplace`).
 """
 
 from __future__ import annotations
@@ -27,12 +36,16 @@ from relaxjax import arith
 from relaxjax.arith import Sym
 from relaxjax.errors import RelaxError, VerifyError
 from relaxjax.ir.builder import infer_call, is_leaf
-from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR
+from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE
+from relaxjax.ir.calls import match_call
+from relaxjax.ir.control import control_regions, deduce_control, donated_params, is_control_call
+from relaxjax.ir.inplace import BufferFacts
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
     Binding,
     BindingBlock,
     Call,
+    Check,
     DataflowBlock,
     DataflowVar,
     Expr,
@@ -47,7 +60,7 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.printer import Printer
-from relaxjax.ir.struct_info import StructInfo, defining_symbols, free_symbols, is_base_of
+from relaxjax.ir.struct_info import StructInfo, determined_symbols, free_symbols, is_base_of
 
 
 def verify(mod: IRModule) -> None:
@@ -69,6 +82,8 @@ class _FunctionChecker:
         self.printer = Printer(locations=False)
         self.where = "the signature"
         self.binding: Binding | MatchCast | None = None
+        self.position = -1  # the binding's index in the function (for in-place updates)
+        self._buffers: BufferFacts | None = None
 
     def fail(self, rule: str, detail: str) -> NoReturn:
         message = f"{rule}: function {self.name}, {self.where}: {detail}"
@@ -81,11 +96,8 @@ class _FunctionChecker:
         for param in self.func.params:
             self.define_var(param)
         for param in self.func.params:
-            self.symbols |= {s.name for s in defining_symbols(param.info)}
+            self.symbols |= {s.name for s in free_symbols(param.info)}
         param_symbols = set(self.symbols)
-        for param in self.func.params:
-            self.where = f"parameter {self.printer.namer(param)}: {param.info!r}"
-            self.use_symbols(free_symbols(param.info))
         for block in self.func.body.blocks:
             self.block(block)
         body = self.func.body.body
@@ -106,6 +118,7 @@ class _FunctionChecker:
         local: list[Var] = []
         for binding in block.bindings:
             self.binding = binding
+            self.position += 1
             self.where = "binding " + self.printer.binding(binding, dataflow)[0]
             if isinstance(binding.var, DataflowVar):
                 if not dataflow:
@@ -145,7 +158,19 @@ class _FunctionChecker:
     def match_cast(self, binding: MatchCast) -> None:
         self.operand(binding.value)
         new = {s.name for s in free_symbols(binding.info)} - self.symbols
-        self.symbols |= new & {s.name for s in defining_symbols(binding.info)}
+        determined = determined_symbols(binding.info, self.symbols)
+        defined = [s for s in determined if s.name in new]
+        for symbol in defined:  # a symbolic bound (k <= n * 4) uses symbols defined before
+            if not isinstance(symbol.upper, arith.Expr):
+                continue
+            for used in sorted(arith.free_symbols(symbol.upper), key=lambda s: s.name):
+                if used.name not in self.symbols:
+                    self.fail(
+                        "symbol-defined",
+                        f"symbol {used.name} in the bound {symbol.name} <= {symbol.upper} is not "
+                        "defined by a parameter or an earlier match_cast",
+                    )
+        self.symbols |= {s.name for s in defined}
         self.use_symbols(free_symbols(binding.info))
         if binding.var.info != binding.info:
             self.fail(
@@ -195,10 +220,16 @@ class _FunctionChecker:
         self.use_symbols(_attrs_symbols(call.attrs))
         for check in call.checks:
             self.use_symbols(_dims_symbols(check.args))
-        if call.op is CALL_TIR or call.op is CALL_EXTERN:
+        if call.op is CALL_TIR or call.op is CALL_EXTERN or call.op is CALL_TIR_INPLACE:
             self.builtin_callee(call)
-        if not isinstance(call.op, (GlobalVar, ExternFunc)):
+        if call.op is CALL_TIR_INPLACE:
+            self.inplace(call)
+        if isinstance(call.op, GlobalVar):
+            self.rematch(call)
+        elif not isinstance(call.op, ExternFunc):
             self.rededuce(call)
+        if is_control_call(call):
+            self.control(call)
 
     def callee(self, call: Call) -> None:
         if isinstance(call.op, GlobalVar):
@@ -210,25 +241,80 @@ class _FunctionChecker:
                     "info-consistent",
                     f"{call.op.name} takes {len(target.params)} arguments, got {len(call.args)}",
                 )
+            if donated_params(target):
+                self.fail(
+                    "control-consistent",
+                    f"{call.op.name} donates parameters (it is a loop body): only a loop calls it",
+                )
 
     def builtin_callee(self, call: Call) -> None:
         target = call.args[0] if call.args else None
-        if call.op is CALL_TIR:
+        if call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
             if not isinstance(target, GlobalVar) or not is_kernel(
                 self.mod.functions.get(target.name)
             ):
                 shown = self.printer.expr(target) if target is not None else "nothing"
                 self.fail(
-                    "callee-exists", f"call_tir of {shown}, which is not a kernel of the module"
+                    "callee-exists",
+                    f"{call.op.name} of {shown}, which is not a kernel of the module",
                 )
         elif not isinstance(target, ExternFunc):
             self.fail("callee-exists", "call_extern must call an ExternFunc")
+
+    def inplace(self, call: Call) -> None:
+        """Each target of ``call_tir_inplace`` is owned and dead after the update."""
+        if len(call.args) < 3:
+            return  # the op's own infer reports the arity
+        if self._buffers is None:
+            self._buffers = BufferFacts(self.func)
+        inputs = [call.args[1], *call.args[3:]]
+        targets = call.args[2]
+        for target in targets.fields if isinstance(targets, Tuple) else (targets,):
+            reason = self._buffers.why_not_update(self.position, target, inputs)
+            if reason is not None:
+                shown = self.printer.expr(target)
+                self.fail("inplace-owned", f"cannot update {shown} in place: {reason}")
+
+    def control(self, call: Call) -> None:
+        """A control op: regions exist, donate only what they may, and give the info."""
+        try:
+            deduced, checks = deduce_control(call, self.mod.functions.get)
+        except (RelaxError, TypeError, ValueError) as err:
+            rule = "callee-exists" if "not a graph function" in str(err) else "control-consistent"
+            self.fail(rule, str(err))
+        allowed = call.op.donatable(call.args)  # type: ignore[union-attr]
+        for ref in control_regions(call):
+            donated = donated_params(self.mod.functions[ref.name])  # type: ignore[arg-type]
+            if not donated <= allowed.get(ref.name, frozenset()):
+                owned = sorted(allowed.get(ref.name, ())) or "none"
+                self.fail(
+                    "control-consistent",
+                    f"{ref.name} donates parameters {sorted(donated)}, but "
+                    f"{call.op.name} owns only {owned} of its arguments",  # type: ignore[union-attr]
+                )
+        self.consistent(call, deduced, checks, call.op.name)  # type: ignore[union-attr]
+
+    def rematch(self, call: Call) -> None:
+        """A call of a graph function: its info and checks against a fresh match."""
+        callee = self.mod.functions[call.op.name]  # type: ignore[union-attr]
+        assert isinstance(callee, Function)
+        try:
+            match = match_call(callee, [a.info for a in call.args])
+        except (RelaxError, TypeError, ValueError) as err:
+            self.fail("info-consistent", f"{callee.name} rejects its arguments: {err}")
+        self.consistent(call, match.info, match.checks, callee.name)
 
     def rededuce(self, call: Call) -> None:
         try:
             deduced, checks = infer_call(call.op, call.args, call.attrs)
         except (RelaxError, TypeError, ValueError) as err:
             self.fail("info-consistent", f"{call.op.name} rejects its operands: {err}")
+        self.consistent(call, deduced, checks, call.op.name)
+
+    def consistent(
+        self, call: Call, deduced: StructInfo, checks: Iterable[Check], callee: str
+    ) -> None:
+        """The recorded info is a base of the deduced one; every deduced check is recorded."""
         if is_base_of(call.info, deduced) is not True:
             self.fail(
                 "info-consistent",
@@ -239,7 +325,7 @@ class _FunctionChecker:
             if (check.kind, check.args) not in recorded:
                 self.fail(
                     "info-consistent",
-                    f"the run-time check {check.relation()} that {call.op.name} needs is "
+                    f"the run-time check {check.relation()} that {callee} needs is "
                     "not recorded on the call",
                 )
 

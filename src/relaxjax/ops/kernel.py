@@ -90,9 +90,10 @@ class KernelDims:
 
     def value(self, dim: Dim) -> Dim:
         """A graph dim used as a value in the kernel: resolved, or kept as is (its
-        symbols become scalar params, named as in the graph)."""
+        symbols become scalar params, named as in the graph; a symbolic upper bound,
+        which names other graph symbols, becomes its largest value)."""
         resolved = self.resolve(dim)
-        return dim if resolved is None else resolved
+        return _kernel_bounds(dim) if resolved is None else resolved
 
     def _output_dim(self, dim: Dim) -> Dim:
         resolved = self.resolve(dim)
@@ -107,6 +108,19 @@ class KernelDims:
             if isinstance(dim, arith.Sym):
                 self._symbols[dim.name] = symbol
         return self._dims[dim]
+
+
+def _kernel_bounds(dim: Dim) -> Dim:
+    """``dim`` with every symbol bounded by other symbols (``k <= n * 4``) bounded by an
+    int instead (or unbounded): a kernel knows no graph symbols but its own."""
+    if isinstance(dim, int):
+        return dim
+    loose = {
+        s.name: arith.sym(s.name, s.lower, arith.bounds(s)[1])
+        for s in arith.free_symbols(dim)
+        if isinstance(s.upper, arith.Expr)
+    }
+    return arith.subs(dim, loose) if loose else dim
 
 
 def _rank(info: TensorInfo, what: str) -> int:

@@ -8,6 +8,8 @@ effect that must survive even though its value is unused:
   a shape error into silent success).
 
 Every other binding is pure: calls of ops, of kernels, of graph functions, tuples.
+(A call of a graph function carries the checks of the callee's signature and
+preconditions that its arguments do not prove, so it is kept when it has any.)
 
 Before::
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from relaxjax.ir import Call, Function, IRModule, MatchCast, Var
 from relaxjax.ir.nodes import AnyBinding
-from relaxjax.passes.walk import called_kernels, rebuild_function, used_vars
+from relaxjax.passes.walk import called_functions, called_kernels, rebuild_function, used_vars
 
 __all__ = ["eliminate_dead_code", "eliminate_dead_bindings"]
 
@@ -56,17 +58,32 @@ def eliminate_dead_bindings(function: Function) -> Function:
 
 
 def eliminate_dead_code(mod: IRModule) -> IRModule:
-    """Dead bindings removed from every graph function; kernels that were called before
-    and are called by no function afterwards are removed too (kernels the module holds
-    without any caller, e.g. one being scheduled, stay)."""
+    """Dead bindings removed from every graph function; graph functions and kernels that
+    were called before and are called by no remaining function afterwards are removed
+    too (items the module holds without any caller stay: entry functions, or a kernel
+    being scheduled)."""
     functions = mod.graph_functions()
-    called_before = {name for f in functions.values() for name in called_kernels(f)}
-    cleaned = {name: eliminate_dead_bindings(f) for name, f in functions.items()}
-    called_after = {name for f in cleaned.values() for name in called_kernels(f)}
-    orphans = called_before - called_after
-    items = {}
+    called_before = _called(functions.values())
+    items = {name: eliminate_dead_bindings(f) for name, f in functions.items()}
+    while True:
+        orphans = {n for n in items if n in called_before} - _called(items.values())
+        if not orphans:
+            break
+        items = {n: f for n, f in items.items() if n not in orphans}
+    called_after = _called(items.values())
+    kept = {}
     for name, item in mod.functions.items():
-        if name in orphans:
-            continue
-        items[name] = cleaned.get(name, item)
-    return IRModule(items)
+        if name in items:
+            kept[name] = items[name]
+        elif name not in functions and not (name in called_before and name not in called_after):
+            kept[name] = item
+    return IRModule(kept)
+
+
+def _called(functions) -> set[str]:
+    """The kernels and graph functions that ``functions`` call."""
+    found: set[str] = set()
+    for function in functions:
+        found.update(called_kernels(function))
+        found.update(called_functions(function))
+    return found

@@ -1,8 +1,10 @@
 """The executable: a graph function compiled once for every value of its symbols.
 
 ``build_executable(mod, target)`` legalises the module if it still calls ops
-(``passes.default_pipeline``), compiles every kernel the entry function calls in
-one go (``backends.build``), and writes the function's executable
+(``passes.default_pipeline``), compiles every kernel that the entry function and
+the graph functions it calls use, in one go (``backends.build``), and writes the
+generated code of each of those functions once, callees first
+(:mod:`relaxjax.runtime.calls`), then the entry's executable
 (:mod:`relaxjax.runtime.program`). Calling it with the flat arguments, in
 parameter order, returns the flat outputs as a tuple of numpy arrays::
 
@@ -15,14 +17,16 @@ Bad arguments raise ``ShapeError`` / ``TypeError`` before any kernel runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from relaxjax import backends
-from relaxjax.errors import LoweringError
+from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Function, IRModule
 from relaxjax.passes import default_pipeline, is_op_call
-from relaxjax.passes.walk import called_kernels
-from relaxjax.runtime.program import KernelHandle, write_program
+from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
+from relaxjax.runtime.arguments import undetermined_symbols
+from relaxjax.runtime.calls import write_callee
+from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
 from relaxjax.tir import interpreter
 
 __all__ = ["Executable", "build_executable", "entry_function"]
@@ -36,10 +40,11 @@ class Executable:
     """A compiled graph function; ``exe(*flat_args)`` returns a tuple of numpy arrays.
 
     ``module`` is the legalised module it was built from, ``function`` the entry
-    function, ``source`` the generated Python of the call path (for debugging).
+    function, ``callees`` the code of the graph functions it calls, ``source`` the
+    generated Python of the call path (for debugging).
     """
 
-    __slots__ = ("module", "function", "compiled", "_run")
+    __slots__ = ("module", "function", "compiled", "_run", "_callees")
 
     def __init__(
         self,
@@ -47,11 +52,13 @@ class Executable:
         function: Function,
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
+        callees: Sequence[CalleeCode] = (),
     ) -> None:
         self.module = module
         self.function = function
         self.compiled = dict(compiled)
         self._run = run
+        self._callees = tuple(callees)
 
     def __call__(self, *args: object) -> tuple:
         return self._run(*args)
@@ -63,17 +70,25 @@ class Executable:
         function: Function,
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
+        callees: Sequence[CalleeCode] = (),
     ) -> Executable:
         """An executable whose ``__call__`` *is* ``run``: calling it costs no extra frame."""
         fast = type(cls.__name__, (cls,), {"__slots__": (), "__call__": staticmethod(run)})
         fast.__qualname__ = cls.__qualname__
         fast.__module__ = cls.__module__
-        return fast(module, function, compiled, run)
+        return fast(module, function, compiled, run, callees)
 
     @property
     def source(self) -> str:
-        """The generated Python source of the call path."""
-        return self._run.__source__  # type: ignore[attr-defined]
+        """The generated Python source of the call path: the functions of the graph
+        functions it calls, then the entry's."""
+        texts = [callee.run.__source__ for callee in self._callees]  # type: ignore[attr-defined]
+        return "\n".join([*texts, self._run.__source__])  # type: ignore[attr-defined]
+
+    @property
+    def callees(self) -> tuple[CalleeCode, ...]:
+        """The generated code of each graph function the entry calls, callees first."""
+        return self._callees
 
     @property
     def run(self) -> Callable[..., tuple]:
@@ -86,7 +101,8 @@ class Executable:
 
 
 def entry_function(mod: IRModule, entry: str | None = None) -> Function:
-    """The graph function to run: ``entry``, else the only one, else ``main``."""
+    """The graph function to run: ``entry``, else the only one, else the only one no other
+    function calls, else ``main``."""
     functions = mod.graph_functions()
     if entry is not None:
         if entry not in functions:
@@ -95,6 +111,10 @@ def entry_function(mod: IRModule, entry: str | None = None) -> Function:
         return functions[entry]
     if len(functions) == 1:
         return next(iter(functions.values()))
+    called = {name for f in functions.values() for name in called_functions(f)}
+    roots = [name for name in functions if name not in called]
+    if len(roots) == 1:
+        return functions[roots[0]]
     if "main" in functions:
         return functions["main"]
     known = ", ".join(functions) or "none"
@@ -147,6 +167,16 @@ def _compile(kernels: Mapping[str, object], target: str) -> dict[str, object]:
     return dict(built)
 
 
+def _raising(error: ShapeError) -> Callable[..., tuple]:
+    """The call path of a function no arguments can run: it raises ``error``."""
+
+    def run(*args: object) -> tuple:
+        raise ShapeError(error.message)
+
+    run.__source__ = f"# every call raises:\n# ShapeError: {error.message}\n"  # type: ignore[attr-defined]
+    return run
+
+
 def build_executable(
     mod: IRModule, target: str = "llvm", entry: str | None = None, library: bool = True
 ) -> Executable:
@@ -161,11 +191,19 @@ def build_executable(
     """
     if target not in TARGETS:
         raise LoweringError(f"the runtime supports target(s) {', '.join(TARGETS)}, got {target!r}")
+    declared = entry_function(mod, entry)
+    problem = undetermined_symbols(declared.name, declared.params)
+    if problem is not None:  # no call can bind some symbol: every call says so
+        return Executable.create(mod, declared, {}, _raising(problem))
     if _needs_legalisation(mod):
         native = target == "llvm"
         mod = default_pipeline("llvm", library=library and native)(mod)
     function = entry_function(mod, entry)
-    names = dict.fromkeys(called_kernels(function))
+    functions = reachable_functions(mod, function.name)
+    names = dict.fromkeys(name for f in functions for name in called_kernels(f))
     handles, compiled = _handles({name: mod[name] for name in names}, target)
-    run = write_program(function, handles)
-    return Executable.create(mod, function, compiled, run)
+    callees: dict[str, CalleeCode] = {}
+    for callee in functions[:-1]:
+        callees[callee.name] = write_callee(callee, handles, callees)
+    run = write_program(function, handles, callees)
+    return Executable.create(mod, function, compiled, run, tuple(callees.values()))

@@ -1,19 +1,39 @@
 """From a legalised graph function to the generated Python of its executable.
 
-The generated function has four phases, in this order:
+The generated function is a sequence of *segments*. Each segment has three phases,
+in this order:
 
-1. **arguments** — coerce, check and bind symbols (:mod:`relaxjax.runtime.arguments`);
-2. **shapes** — the run-time ``checks`` deduction recorded, ``match_cast``s (checking
-   and binding new symbols) and the concrete shapes of coarse results (through the
-   op's own ``infer`` on concrete shapes); every error is raised here, before any
-   kernel has run;
-3. **memory** — the returned tensors as numpy arrays, every temporary in one arena
+1. **shapes** — (first segment: the arguments, coerced, checked and bound by
+   :mod:`relaxjax.runtime.arguments`) the run-time ``checks`` deduction recorded,
+   ``match_cast``s (checking and binding new symbols) and the concrete shapes of
+   coarse results (through the op's own ``infer`` on concrete shapes); every error
+   of the segment is raised here, before any of its kernels has run;
+2. **memory** — the returned tensors (and those the program itself reads) as numpy
+   arrays, every other temporary of the segment in the segment's arena
    (:mod:`relaxjax.runtime.memory`); large ones come from a pool of blocks reused
    across calls (:mod:`relaxjax.runtime.pool`);
-4. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
+3. **kernels** — one native launch per ``call_tir`` (:mod:`relaxjax.runtime.launch`),
    with the kernel's symbol values read from its buffers' dims; a ``call_extern`` (or a
    kernel of the ``reference`` target) is a Python call on numpy arrays, temporaries
    viewed in the arena.
+
+Most programs are one segment. A new segment starts where a binding needs a value
+that only a kernel of the current segment produces: a ``match_cast`` of a scalar a
+kernel computed (``k = match_cast(count, Prim("int64", value=k))``, how data-dependent
+sizes such as ``nonzero``'s become symbols) reads it after that segment's kernels ran,
+binds the symbol, checks its declared bounds, and the program goes on with the next
+segment, whose shapes may use the new symbol. :meth:`ProgramWriter.read_data` is that
+rule; a binding kind that needs run-time values (e.g. the result shapes of a call)
+calls it before writing its code. Values of an earlier segment stay alive (each
+segment's arena is a local of the generated function) and are never overwritten:
+temporaries read by a later segment keep their slot to the end of their own segment.
+
+A call of another graph function of the module (``mod.layer(x, w)``) is, to the
+caller, like a library call: its run-time checks (the callee's signature and
+preconditions, in the caller's symbols) run in the shape phase, its results are allocated in
+the memory phase (its own arrays when returned, else arena slots), and the kernel phase calls the
+callee's generated function with the input arrays, the result arrays to write and the
+values of the callee's symbols (:mod:`relaxjax.runtime.calls` writes that function).
 
 Shape arithmetic is Python source produced by ``arith.to_python`` over the locals
 holding the symbols, so a call performs no IR walks and no lookups.
@@ -21,9 +41,10 @@ holding the symbols, so a call performs no IR walks and no lookups.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +54,7 @@ from relaxjax.errors import LoweringError, ShapeError, SourceLocation
 from relaxjax.ir import (
     CALL_EXTERN,
     CALL_TIR,
+    CALL_TIR_INPLACE,
     Binding,
     Call,
     Check,
@@ -49,11 +71,16 @@ from relaxjax.ir import (
     TensorInfo,
     Tuple,
     TupleGetItem,
+    TupleInfo,
     Var,
+    is_control_call,
 )
+from relaxjax.ir.calls import match_call
 from relaxjax.passes.legalize import LegalizedAttrs
+from relaxjax.passes.walk import used_vars
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
+from relaxjax.runtime.control import plan_control
 from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
@@ -63,13 +90,15 @@ from relaxjax.runtime.shapes import (
     check_condition,
     check_error,
     concrete_infer,
+    data_leaves,
     original_tensors,
     tensor_leaves,
 )
+from relaxjax.runtime.solve import SizeFact, emit_solution, plan_solutions
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
-__all__ = ["KernelHandle", "ProgramWriter", "write_program"]
+__all__ = ["CalleeCode", "KernelHandle", "ProgramWriter", "write_program"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +115,42 @@ class KernelHandle:
             raise ValueError("a KernelHandle has exactly one of address and python")
 
 
+@dataclass(frozen=True, slots=True)
+class CalleeCode:
+    """A graph function called by others, and its generated function
+    ``run(*inputs, *outputs, *symbol_values)`` (see :mod:`relaxjax.runtime.calls`)."""
+
+    function: Function
+    run: Callable[..., None]
+
+
 @dataclass(slots=True)
 class _Launch:
     """One kernel (or library function) call: its buffers (inputs then outputs), the
-    source of each symbol value, and for a library call the function."""
+    source of each symbol value, and for a library call the function. ``returns``: for
+    a call of a graph function that allocates its results itself (their shapes are only
+    known once it ran), the locals that receive them; it is passed ``None`` for each."""
 
     kernel: str
     buffers: list[Value]
     symbols: list[str]
     where: str
     extern: Callable[..., None] | None = None
+    returns: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Segment:
+    """A straight run of the program (see the module doc): the source of its shape
+    phase, written as the bindings are visited, and the source of its memory and kernel
+    phases, written once the outputs are known. ``first_launch``/``first_storage`` index
+    the writer's launches and storages where the segment begins."""
+
+    index: int
+    shapes: list[str]
+    first_launch: int
+    first_storage: int
+    tail: list[str] = field(default_factory=list)
 
 
 def _flat_values(bound: object) -> list[Value]:
@@ -107,15 +162,24 @@ def _flat_values(bound: object) -> list[Value]:
 class ProgramWriter:
     """Writes the executable of one legalised graph function (see the module doc)."""
 
-    def __init__(self, function: Function, kernels: Mapping[str, KernelHandle]) -> None:
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        callees: Mapping[str, CalleeCode] | None = None,
+    ) -> None:
         self.function = function
         self.kernels = kernels
+        self.callees = dict(callees or {})
         self.writer = SourceWriter()
         self.symbols = SymbolTable()
         self.values: dict[Var, object] = {}
         self.launches: list[_Launch] = []
         self.storages: list[Storage] = []
         self.storage_values: dict[Storage, Value] = {}
+        self.segments = [_Segment(0, self.writer.lines, 0, 0)]
+        self.host_read: set[Storage] = set()  # kernel results the generated code reads
+        self.arena_of: dict[Storage, tuple[str, str]] = {}  # temp -> (arena, its address)
         self._constants: dict[Constant, Value] = {}
         self.by_object = object_args_supported()
         self._empty = self.writer.constant(default_pool.empty, "empty")
@@ -125,19 +189,68 @@ class ProgramWriter:
 
     def write(self) -> Callable[..., tuple]:
         """Generate and compile the executable's function."""
-        params = [f"a{i}" for i in range(len(self.function.params))]
-        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
-        for param, value in zip(self.function.params, values):
-            self.values[param] = value
+        params = self._emit_params()
         for block in self.function.body.blocks:
             for binding in block.bindings:
                 self._binding(binding)
         outputs = self._outputs(self.function.body.body)
-        self._allocate(outputs)
-        for launch in self.launches:
-            self._emit_launch(launch)
+        self._finish_segments({v.storage for v in outputs})
         self._emit_return(outputs)
         return self.writer.compile(f"run_{self.function.name}", params)
+
+    def _emit_params(self) -> list[str]:
+        """Phase 1: check the arguments and bind the symbols; returns the parameter names."""
+        params = [f"a{i}" for i in range(len(self.function.params))]
+        values = emit_arguments(
+            self.writer,
+            self.function.params,
+            params,
+            self.symbols,
+            self.function.name,
+            _used_vars(self.function),
+        )
+        for param, value in zip(self.function.params, values):
+            self.values[param] = value
+        return params
+
+    # -- segments ------------------------------------------------------------------------------
+
+    def read_data(self, values: Sequence[Value]) -> None:
+        """Let the code written next read the data (or run-time shape) of ``values``.
+
+        Kernel results among them become numpy arrays; when a kernel of the current
+        segment produces one, the segment ends here, so its kernels run first.
+        """
+        current = self.segments[-1]
+        pending = False
+        for value in values:
+            if value.storage.kind != "kernel":
+                continue  # arguments, constants and scalars exist from the start
+            self.host_read.add(value.storage)
+            pending = pending or value.storage.index >= current.first_storage
+        if pending:
+            self.end_segment()
+
+    def end_segment(self) -> None:
+        """Start a new segment: the code written next runs after every kernel so far."""
+        segment = _Segment(len(self.segments), [], len(self.launches), len(self.storages))
+        self.segments.append(segment)
+        self.writer.lines = segment.shapes
+
+    def _finish_segments(self, returned: set[Storage]) -> None:
+        """Write each segment's memory and kernel phases; join every segment's source."""
+        bounds = [(s.first_launch, s.first_storage) for s in self.segments[1:]]
+        bounds.append((len(self.launches), len(self.storages)))
+        lines: list[str] = []
+        for segment, (launch_end, storage_end) in zip(self.segments, bounds):
+            self.writer.lines = segment.tail
+            launches = self.launches[segment.first_launch : launch_end]
+            storages = self.storages[segment.first_storage : storage_end]
+            self._allocate(segment, launches, storages, returned)
+            for launch in launches:
+                self._emit_launch(launch)
+            lines += segment.shapes + segment.tail
+        self.writer.lines = lines
 
     # -- phase 2: bindings -------------------------------------------------------------------
 
@@ -148,13 +261,23 @@ class ProgramWriter:
             return
         value = binding.value
         if isinstance(value, Call):
+            if isinstance(value.op, GlobalVar):
+                self.values[binding.var] = self._call_function(value, binding, where)
+                return
             if value.op is CALL_EXTERN:
                 self.values[binding.var] = self._call_extern(value, binding, where)
                 return
+            if value.op is CALL_TIR_INPLACE:
+                self.values[binding.var] = self._call_tir_inplace(value, binding, where)
+                return
+            if is_control_call(value):
+                self.values[binding.var] = self._control(value, binding, where)
+                return
             if value.op is not CALL_TIR:
                 raise LoweringError(
-                    f"{where}: the runtime runs only call_tir and call_extern calls, got "
-                    f"{value.op_name}; legalise the module first (relaxjax.passes.default_pipeline)"
+                    f"{where}: the runtime runs only call_tir, call_extern, function calls and "
+                    f"control flow, got {value.op_name}; legalise the module first "
+                    "(relaxjax.passes.default_pipeline)"
                 )
             self.values[binding.var] = self._call_tir(value, binding, where)
         else:
@@ -214,9 +337,49 @@ class ProgramWriter:
         outputs = self._new_outputs(leaves, shapes)
         tir_vars = call.args[2] if len(call.args) > 2 else None
         self._add_launch(kernel_ref.name, inputs + outputs, tir_vars, where)
-        if isinstance(out_info, TensorInfo):
+        if isinstance(out_info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(out_info, iter(outputs))
+
+    def _call_tir_inplace(self, call: Call, binding: Binding, where: str) -> object:
+        """A kernel writing into existing buffers: its results are those buffers (the IR
+        guarantees the old values are dead and owned by this function)."""
+        kernel_ref = call.args[0]
+        if not isinstance(kernel_ref, GlobalVar) or kernel_ref.name not in self.kernels:
+            raise LoweringError(f"{where}: call_tir_inplace of an unknown kernel {kernel_ref!r}")
+        inputs = _flat_values(self._operand(call.args[1], where))
+        targets = _flat_values(self._operand(call.args[2], where))
+        self._emit_checks(call.checks, binding.location)
+        assert call.info is not None
+        leaves = tensor_leaves(call.info, where)
+        tir_vars = call.args[3] if len(call.args) > 3 else None
+        self._add_launch(kernel_ref.name, inputs + targets, tir_vars, where)
+        results = [t.with_shape(leaf, t.shape) for t, leaf in zip(targets, leaves)]
+        if isinstance(call.info, TensorInfo | PrimInfo):
+            return results[0]
+        return _restructure(call.info, iter(results))
+
+    def _control(self, call: Call, binding: Binding, where: str) -> object:
+        """A branch or loop (:mod:`relaxjax.runtime.control`): its checks in the shape
+        phase, its results planned like a call's, its runner among the launches."""
+        assert call.info is not None
+        leaves = [_as_tensor(leaf) for leaf in data_leaves([call.info])]
+        known = all(t.shape is not None for t in leaves)
+        plan = plan_control(call, self.callees, not known, where)
+        inputs = [v for arg in plan.inputs for v in _flat_values(self._operand(arg, where))]
+        self._emit_checks(call.checks, binding.location)
+        symbols = [self.symbols.code(d, where) for d in plan.symbols]
+        name = call.op.name  # type: ignore[union-attr]
+        if known:
+            shapes = [tuple(self.symbols.code(d, where) for d in t.shape) for t in leaves]  # type: ignore[union-attr]
+            outputs = self._new_outputs(leaves, shapes)
+            self.launches.append(_Launch(name, inputs + outputs, symbols, where, plan.runner))
+        else:
+            outputs = self._returned_outputs(leaves)
+            returns = tuple(v.ref for v in outputs)
+            self.launches.append(_Launch(name, inputs, symbols, where, plan.runner, returns))
+            self.end_segment()
+        return _restructure(call.info, iter(outputs))
 
     def _new_outputs(
         self, leaves: Sequence[TensorInfo], shapes: Sequence[tuple[str, ...]]
@@ -243,9 +406,50 @@ class ProgramWriter:
         shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
         outputs = self._new_outputs(leaves, shapes)
         self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
-        if isinstance(call.info, TensorInfo):
+        if isinstance(call.info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(call.info, iter(outputs))
+
+    def _call_function(self, call: Call, binding: Binding, where: str) -> object:
+        """A call of another graph function: its checks in the shape phase, then the
+        callee's generated function among the launches. Results whose shapes are known
+        here are planned with the caller's memory and written in place; otherwise the
+        callee allocates them, and the segment ends after the call so that what follows
+        can read their shapes."""
+        name = call.op.name  # type: ignore[union-attr]
+        callee = self.callees.get(name)
+        if callee is None:
+            raise LoweringError(f"{where}: no generated code for the graph function {name}")
+        inputs = [v for arg in call.args for v in _flat_values(self._operand(arg, where))]
+        self._emit_checks(call.checks, binding.location)
+        assert call.info is not None
+        leaves = [_as_tensor(leaf) for leaf in data_leaves([call.info])]
+        if len(leaves) != _count_leaves(call.info) or any(t.ndim is None for t in leaves):
+            raise LoweringError(
+                f"{where}: {name}() returns {call.info!r}, not tensors of known rank"
+            )
+        match = match_call(callee.function, [a.info for a in call.args])
+        symbols = [self.symbols.code(d, where) for d in match.mapping.values()]
+        if all(t.shape is not None for t in leaves):
+            shapes = [tuple(self.symbols.code(d, where) for d in t.shape) for t in leaves]  # type: ignore[union-attr]
+            outputs = self._new_outputs(leaves, shapes)
+            self.launches.append(_Launch(name, inputs + outputs, symbols, where, callee.run))
+        else:
+            outputs = self._returned_outputs(leaves)
+            returns = tuple(v.ref for v in outputs)
+            self.launches.append(_Launch(name, inputs, symbols, where, callee.run, returns))
+            self.end_segment()
+        return _restructure(call.info, iter(outputs))
+
+    def _returned_outputs(self, leaves: Sequence[TensorInfo]) -> list[Value]:
+        """The results of a call that allocates them: arrays whose dims are read from them."""
+        outputs = []
+        for leaf in leaves:
+            storage = self._new_storage("call")
+            ref = f"r{storage.index}"
+            shape = tuple(f"{ref}.shape[{axis}]" for axis in range(leaf.ndim))  # type: ignore[arg-type]
+            outputs.append(Value(leaf, shape, ref, True, storage))
+        return outputs
 
     def _emit_checks(self, checks: Sequence[Check], location: SourceLocation | None) -> None:
         names = self.symbols.names()
@@ -299,45 +503,69 @@ class ProgramWriter:
             )
         if info.shape is None:
             return value.with_shape(info, value.shape)
-        shape: list[str] = []
-        checks: list[tuple[int, Dim]] = []
-        for axis, dim in enumerate(info.shape):
-            if isinstance(dim, Sym) and dim not in self.symbols:
-                local = self.symbols.bind(dim, f"{origin} axis {axis}")
-                self.writer.line(f"{local} = {value.shape[axis]}")
-                emit_range_check(self.writer, dim, local, f"{origin} axis {axis}", True)
-            else:
-                checks.append((axis, dim))
-        for axis, dim in checks:
-            self._emit_match_check(value.shape[axis], dim, origin, axis, binding.location)
+        facts = [
+            SizeFact(0, axis, dim, f"{origin} axis {axis}") for axis, dim in enumerate(info.shape)
+        ]
+        self._match_facts(facts, list(value.shape), binding.location, where)
         shape = [self.symbols.code(d, where) for d in info.shape]
         return value.with_shape(info, tuple(shape))
 
     def _match_scalar(
         self, value: Value, info: PrimInfo, origin: str, location: SourceLocation | None
     ) -> Value:
-        if isinstance(info.value, Sym) and info.value not in self.symbols:
-            local = self.symbols.bind(info.value, origin)
-            self.writer.line(f"{local} = int({value.ref})")
-            emit_range_check(self.writer, info.value, local, origin, False)
-        elif info.value is not None:
-            self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
+        if info.value is not None:
+            self.read_data([value])  # e.g. a count a kernel computed: after its segment
+            facts = [SizeFact(0, None, info.value, origin)]
+            self._match_facts(facts, [f"int({value.ref})"], location, origin)
         return value
 
+    def _emit_range(self, symbol: Sym, local: str, where: str, from_shape: bool) -> None:
+        """Check a freshly bound symbol against its declared bounds; a symbolic upper
+        bound (``0 <= k <= n * 4``) is computed from the symbols bound before it."""
+        code = functools.partial(self.symbols.code, what=f"the upper bound of {symbol.name}")
+        emit_range_check(self.writer, symbol, local, where, from_shape, code)
+
+    def _match_facts(
+        self,
+        facts: Sequence[SizeFact],
+        sizes: Sequence[str],
+        location: SourceLocation | None,
+        where: str,
+    ) -> None:
+        """Bind what a match_cast's dims determine (a symbol alone at its first axis, then
+        the planned solutions), then check every other dim."""
+        pending = []
+        for fact, size in zip(facts, sizes):
+            dim = fact.dim
+            if isinstance(dim, Sym) and dim not in self.symbols:
+                local = self.symbols.bind(dim, fact.where)
+                self.writer.line(f"{local} = {size}")
+                self._emit_range(dim, local, fact.where, fact.from_shape)
+            else:
+                pending.append((fact, size))
+        size_of = {id(fact): size for fact, size in pending}
+        plan = plan_solutions([fact for fact, _ in pending], self.symbols.names())
+        if plan.undetermined:
+            names = ", ".join(s.name for s in plan.undetermined)
+            raise LoweringError(f"{where}: no dim of the match_cast determines {names}")
+        for solution in plan.solutions:
+            emit_solution(self.writer, self.symbols, solution, size_of[id(solution.fact)], location)
+        for fact in plan.checks:
+            self._emit_match_check(size_of[id(fact)], fact.dim, fact.where, location)
+
     def _emit_match_check(
-        self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
+        self, got: str, dim: Dim, where: str, location: SourceLocation | None
     ) -> None:
         names = self.symbols.names()
         sites = {name: self.symbols.site(name) for name in names}
 
         def mismatch(value: int, env_values: tuple) -> ShapeError:
             env = dict(zip(names, env_values))
-            error = messages.dim_mismatch(origin, axis or 0, dim, value, env, sites)
-            text = error.message if axis is not None else error.message.replace(" axis 0", "", 1)
-            return ShapeError(text, location=location)
+            error = messages.dim_mismatch(where, 0, dim, value, env, sites)
+            return ShapeError(error.message.replace(" axis 0:", ":", 1), location=location)
 
         helper = self.writer.constant(mismatch, "mismatch")
-        self.writer.line(f"if {got} != {self.symbols.code(dim, origin)}:")
+        self.writer.line(f"if {got} != {self.symbols.code(dim, where)}:")
         self.writer.line(f"raise {helper}({got}, {self.symbols.env_code()})", 2)
 
     def _add_launch(
@@ -372,41 +600,64 @@ class ProgramWriter:
     def _outputs(self, body: Expr) -> list[Value]:
         return _flat_values(self._operand(body, f"function {self.function.name}, return"))
 
-    def _allocate(self, outputs: Sequence[Value]) -> None:
-        returned = {v.storage for v in outputs}
+    def _allocate(
+        self,
+        segment: _Segment,
+        launches: Sequence[_Launch],
+        storages: Sequence[Storage],
+        returned: set[Storage],
+    ) -> None:
+        """The segment's results: returned ones (and those the program reads) as their
+        own arrays, the others in the segment's arena."""
         temps: list[Value] = []
-        for storage in self.storages:
+        for storage in storages:
             value = self.storage_values.get(storage)
             if value is None:
                 continue
-            if storage in returned:
-                dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
-                self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
+            if storage in returned or storage in self.host_read:
+                self._place(value)
             else:
                 temps.append(value)
         if temps:
-            self._allocate_arena(temps)
+            later = {
+                b.storage
+                for launch in self.launches[segment.first_launch + len(launches) :]
+                for b in launch.buffers
+            }
+            requests = [self._temp_request(v, launches, later) for v in temps]
+            self._allocate_arena(segment.index, temps, requests)
 
-    def _temp_request(self, value: Value) -> Request:
-        """The temporary's size and lifetime: from the launch that writes it (the first
-        to use it) to the last launch that reads it."""
+    def _place(self, value: Value) -> None:
+        """A result that is an array of its own (returned, or read by the program)."""
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
+
+    @staticmethod
+    def _temp_request(value: Value, launches: Sequence[_Launch], later: set[Storage]) -> Request:
+        """The temporary's size and lifetime in its segment: from the launch that writes it
+        (the first to use it) to the last launch that reads it, or to the segment's end
+        when a later segment reads it."""
         used = [
             i
-            for i, launch in enumerate(self.launches)
+            for i, launch in enumerate(launches)
             if any(b.storage is value.storage for b in launch.buffers)
         ]
         nbytes = None
         if value.info.shape is not None:
             nbytes = math.prod(value.info.shape, start=1) * dtypes.itemsize(value.info.dtype)
-        return Request(nbytes, min(used), max(used))
+        last = len(launches) if value.storage in later else max(used)
+        return Request(nbytes, min(used), last)
 
-    def _allocate_arena(self, temps: Sequence[Value]) -> None:
-        requests = [self._temp_request(v) for v in temps]
+    def _allocate_arena(
+        self, index: int, temps: Sequence[Value], requests: Sequence[Request]
+    ) -> None:
+        suffix = str(index) if index else ""  # one segment keeps the plain names
+        arena, address, base = f"arena{suffix}", f"arena_address{suffix}", f"base{suffix}"
         plan = plan_memory(requests)
         total = self.symbols.code(plan.symbolic_bytes, "the memory plan")
         runtime_offsets: dict[int, str] = {}
-        for index, value in enumerate(temps):
-            slot = plan.slot_of[index]
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
             if plan.slot_sizes[slot] is None:
                 local = self.writer.fresh("z")
                 itemsize = dtypes.itemsize(value.info.dtype)
@@ -416,13 +667,14 @@ class ProgramWriter:
                 runtime_offsets[slot] = local
         u8 = self.writer.constant(np.dtype(np.uint8), "u8")
         pointer = self.writer.constant(data_pointer, "data_pointer")
-        self.writer.line(f"arena = {self._empty}(({total} + {ALIGNMENT},), {u8})")
-        self.writer.line(f"arena_address = {pointer}(arena)")
-        self.writer.line(f"base = (arena_address + {ALIGNMENT - 1}) & -{ALIGNMENT}")
-        for index, value in enumerate(temps):
-            slot = plan.slot_of[index]
+        self.writer.line(f"{arena} = {self._empty}(({total} + {ALIGNMENT},), {u8})")
+        self.writer.line(f"{address} = {pointer}({arena})")
+        self.writer.line(f"{base} = ({address} + {ALIGNMENT - 1}) & -{ALIGNMENT}")
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
             offset = runtime_offsets.get(slot) or self.symbols.code(plan.offsets[slot], "offsets")
-            self.writer.line(f"{value.ref} = base + {offset}")
+            self.writer.line(f"{value.ref} = {base} + {offset}")
+            self.arena_of[value.storage] = (arena, address)
             self.storage_values[value.storage] = Value(
                 value.info, value.shape, value.ref, False, value.storage
             )
@@ -439,14 +691,20 @@ class ProgramWriter:
                 continue
             # a view of the temporary's arena slice: ndarray(shape, dtype, buffer, offset)
             dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+            arena, address = self.arena_of[value.storage]
             local = self.writer.fresh("v")
             self.writer.line(
-                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, arena, "
-                f"{current.ref} - arena_address)"
+                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, {arena}, "
+                f"{current.ref} - {address})"
             )
             refs.append(local)
         function = self.writer.constant(launch.extern, "extern")
-        self.writer.line(f"{function}({', '.join(refs + launch.symbols)})")
+        if launch.returns:
+            results = "".join(f"{r}, " for r in launch.returns)
+            nones = ["None"] * len(launch.returns)
+            self.writer.line(f"{results}= {function}({', '.join(refs + nones + launch.symbols)})")
+        else:
+            self.writer.line(f"{function}({', '.join(refs + launch.symbols)})")
 
     def _emit_launch(self, launch: _Launch) -> None:
         if launch.extern is not None:
@@ -484,17 +742,40 @@ class ProgramWriter:
         refs = []
         for value in outputs:
             current = self.storage_values.get(value.storage, value)
-            if value.storage.kind == "kernel":
+            if value.storage.kind in ("kernel", "call"):
                 refs.append(current.ref)
             else:  # an argument or a constant returned as is: the caller gets a copy
                 refs.append(f"{current.ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
 
 
+def _used_vars(function: Function) -> set[Var]:
+    """The variables the function's bindings and return value read."""
+    used = set(used_vars(function.body.body))
+    for block in function.body.blocks:
+        for binding in block.bindings:
+            used.update(used_vars(binding.value))
+    return used
+
+
 def _restructure(info: StructInfo, leaves) -> object:
-    if isinstance(info, TensorInfo):
-        return next(leaves)
-    return tuple(_restructure(f, leaves) for f in info.fields)  # type: ignore[union-attr]
+    if isinstance(info, TupleInfo):
+        return tuple(_restructure(f, leaves) for f in info.fields)
+    return next(leaves)
+
+
+def _as_tensor(info: StructInfo) -> TensorInfo:
+    """A result leaf as the array the caller allocates (a scalar is a 0-d array; rank 0
+    means shape ``()``)."""
+    if isinstance(info, PrimInfo) or (isinstance(info, TensorInfo) and info.ndim == 0):
+        return TensorInfo((), info.dtype)
+    return info  # type: ignore[return-value]
+
+
+def _count_leaves(info: StructInfo) -> int:
+    if isinstance(info, TupleInfo):
+        return sum(_count_leaves(f) for f in info.fields)
+    return 1
 
 
 def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None:
@@ -517,6 +798,11 @@ def _check_buffer(kernel: str, buffer: object, value: Value, where: str) -> None
                 )
 
 
-def write_program(function: Function, kernels: Mapping[str, KernelHandle]) -> Callable[..., tuple]:
-    """The generated executable function of ``function`` (see the module doc)."""
-    return ProgramWriter(function, kernels).write()
+def write_program(
+    function: Function,
+    kernels: Mapping[str, KernelHandle],
+    callees: Mapping[str, CalleeCode] | None = None,
+) -> Callable[..., tuple]:
+    """The generated executable function of ``function`` (see the module doc); ``callees``
+    holds the generated code of the graph functions it calls."""
+    return ProgramWriter(function, kernels, callees).write()

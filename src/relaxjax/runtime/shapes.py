@@ -56,8 +56,11 @@ def check_condition(check: Check, code: Callable[[Dim], str]) -> str:
 
 
 def tensor_leaves(info: StructInfo, where: str) -> list[TensorInfo]:
+    """The tensors a kernel writes for a result of ``info`` (a scalar is a 0-d tensor)."""
     if isinstance(info, TensorInfo):
         return [info]
+    if isinstance(info, PrimInfo):
+        return [TensorInfo((), info.dtype)]
     if isinstance(info, TupleInfo):
         return [leaf for field in info.fields for leaf in tensor_leaves(field, where)]
     raise LoweringError(f"{where}: a kernel can only produce tensors, not {info!r}")

@@ -20,8 +20,9 @@ class Storage:
     """One buffer of the program, compared by identity.
 
     ``kind`` is ``"param"`` (an argument), ``"constant"``, ``"scalar"`` (a symbolic scalar
-    computed per call) or ``"kernel"`` (a call's result: its own numpy array when it is
-    returned, else a slice of the per-call arena).
+    computed per call), ``"kernel"`` (a call's result: its own numpy array when it is
+    returned, else a slice of the per-call arena) or ``"call"`` (an array a called graph
+    function allocated and returned, its shape only known once it ran).
     """
 
     kind: str

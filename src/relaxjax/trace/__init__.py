@@ -3,6 +3,7 @@
 - :func:`emit` — the entry point of every op wrapper (``relaxjax.numpy``, ``relaxjax.nn``);
 - :class:`Tracer` — a traced value, with operators, ``.shape``, indexing and array methods;
 - :func:`match_cast` — assert a shape at run time and bind new symbols;
+- :func:`data_dependent_size` — a count computed at run time as a fresh symbol;
 - :func:`trace_function` — trace one function for given parameter specs;
 - :mod:`~relaxjax.trace.pytree` — flattening nested tuples/lists/dicts of values.
 
@@ -13,6 +14,7 @@ from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, current
 from relaxjax.trace.function import Traced, trace_function
 from relaxjax.trace.match_cast import match_cast
+from relaxjax.trace.sizes import data_dependent_size
 from relaxjax.trace.spec import ParamSpec
 from relaxjax.trace.tracer import Tracer, constant, emit
 
@@ -23,6 +25,7 @@ __all__ = [
     "Tracer",
     "constant",
     "current",
+    "data_dependent_size",
     "emit",
     "match_cast",
     "pytree",

@@ -34,6 +34,7 @@ from relaxjax.ir import (
     Tuple,
     TupleInfo,
     Var,
+    is_dim_value,
 )
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, tracing
@@ -41,7 +42,7 @@ from relaxjax.trace.source import user_location_in_traceback
 from relaxjax.trace.spec import ParamSpec, unify_symbols
 from relaxjax.trace.tracer import Tracer, as_operand, attach_location
 
-__all__ = ["Traced", "trace_function", "function_name", "INCONCLUSIVE_ADVICE"]
+__all__ = ["Traced", "trace_function", "function_name", "run_user_code", "INCONCLUSIVE_ADVICE"]
 
 INCONCLUSIVE_ADVICE = (
     "Python control flow on symbolic shapes must be decidable at trace time: declare "
@@ -54,10 +55,12 @@ INCONCLUSIVE_ADVICE = (
 class Traced:
     """The result of tracing a function once for some parameter specs.
 
-    ``module`` holds one graph function, ``name``; ``params`` are its parameter
-    variables in order (the leaves of the traced Python parameters);
-    ``out_tree`` is the structure of the Python result and ``out_infos`` the
-    struct info of each of its leaves.
+    ``module`` holds the graph function ``name`` and those of the jitted functions it
+    calls; ``params`` are its parameter variables in order (the leaves of the traced
+    Python parameters); ``out_tree`` is the structure of the Python result and
+    ``out_infos`` the struct info of each of its leaves. ``origins`` pairs the name of
+    each called function in ``module`` with the trace it comes from, so that a module
+    calling it again (directly or through others) holds it once.
     """
 
     module: IRModule
@@ -65,6 +68,7 @@ class Traced:
     params: tuple[Var, ...]
     out_tree: pytree.TreeDef
     out_infos: tuple[StructInfo, ...]
+    origins: tuple[tuple[str, Traced], ...] = ()
 
 
 def function_name(fn: Callable) -> str:
@@ -113,14 +117,15 @@ def trace_function(
         state.symbols.update(builder.symbols)
         values = _param_values(state, params, param_vars)
         with builder.dataflow():
-            result = _run_user_code(invoke, values)
+            result = run_user_code(invoke, values)
             out_tree, out_exprs = _outputs(state, result, name)
             output = out_exprs[0] if len(out_exprs) == 1 else Tuple(out_exprs)
             gv = builder.emit_output(output)
         builder.emit_func_output(gv)
     module = builder.finalize()
     out_infos = tuple(_public_info(e.info, state.internal) for e in out_exprs)
-    return Traced(module, name, tuple(param_vars), out_tree, out_infos)
+    origins = tuple((callee, origin) for origin, callee in state.callees.values())
+    return Traced(module, name, tuple(param_vars), out_tree, out_infos, origins)  # type: ignore[arg-type]
 
 
 def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
@@ -130,28 +135,33 @@ def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
     if isinstance(info, TupleInfo):
         return TupleInfo(tuple(_public_info(f, internal) for f in info.fields))
     if isinstance(info, PrimInfo):  # a scalar result is a 0-d array to the caller, as in jax
-        return TensorInfo((), info.dtype)
+        return TensorInfo((), info.dtype, weak=info.weak)
     if isinstance(info, TensorInfo) and info.shape is not None:
         names = {s.name for d in info.shape for s in arith.free_symbols(d)}
         if names & internal:
-            return TensorInfo(ndim=info.ndim, dtype=info.dtype)
+            return TensorInfo(ndim=info.ndim, dtype=info.dtype, weak=info.weak)
     return info
 
 
 def _param_values(
     state: TraceState, params: Sequence[ParamSpec], param_vars: Sequence[Var]
 ) -> dict[str, object]:
+    """Each parameter's Python value: tracers, except that a symbolic scalar parameter
+    is its dim itself (``m``), so that ``rnp.zeros((m, 4))`` and ``m * 2`` are shapes."""
     values: dict[str, object] = {}
     position = 0
     for param in params:
         count = len(param.leaves)
-        tracers = [Tracer(var, state) for var in param_vars[position : position + count]]
-        values[param.name] = pytree.unflatten(param.treedef, tracers)
+        leaves = [
+            var.info.value if is_dim_value(var.info) else Tracer(var, state)  # type: ignore[union-attr]
+            for var in param_vars[position : position + count]
+        ]
+        values[param.name] = pytree.unflatten(param.treedef, leaves)
         position += count
     return values
 
 
-def _run_user_code(invoke: Callable[[Mapping[str, object]], object], values: dict) -> object:
+def run_user_code(invoke: Callable[[Mapping[str, object]], object], values: dict) -> object:
     try:
         return invoke(values)
     except InconclusiveShapeError as err:

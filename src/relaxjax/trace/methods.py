@@ -29,7 +29,7 @@ class ArrayMethods:
     __slots__ = ()
 
     def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy_shape import getitem  # the wrappers sit on top of emit
+        from relaxjax._numpy.shape import getitem  # the wrappers sit on top of emit
 
         return getitem(self, key)
 
@@ -98,6 +98,50 @@ class ArrayMethods:
         """``relaxjax.numpy.cumsum(x, ...)``."""
         return _rnp().cumsum(self, *args, **kwargs)
 
+    def cumprod(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.cumprod(x, ...)``."""
+        return _rnp().cumprod(self, *args, **kwargs)
+
+    def all(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.all(x, ...)``."""
+        return _rnp().all(self, *args, **kwargs)
+
+    def any(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.any(x, ...)``."""
+        return _rnp().any(self, *args, **kwargs)
+
+    def ptp(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.ptp(x, ...)``."""
+        return _rnp().ptp(self, *args, **kwargs)
+
+    def std(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.std(x, ...)``."""
+        return _rnp().std(self, *args, **kwargs)
+
+    def sort(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.sort(x, ...)`` (a sorted copy: values are immutable)."""
+        return _rnp().sort(self, *args, **kwargs)
+
+    def argsort(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.argsort(x, ...)``."""
+        return _rnp().argsort(self, *args, **kwargs)
+
+    def argpartition(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.argpartition(x, kth, ...)``."""
+        return _rnp().argpartition(self, *args, **kwargs)
+
+    def searchsorted(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.searchsorted(x, v, ...)``."""
+        return _rnp().searchsorted(self, *args, **kwargs)
+
     def clip(self, *args: object, **kwargs: object) -> Tracer:
         """``relaxjax.numpy.clip(x, ...)``."""
         return _rnp().clip(self, *args, **kwargs)
+
+    def nonzero(self, *, size: object = None, fill_value: object = None) -> tuple:
+        """``relaxjax.numpy.nonzero(x, size=..., fill_value=...)``."""
+        return _rnp().nonzero(self, size=size, fill_value=fill_value)
+
+    def compress(self, condition: object, axis: int | None = None, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.compress(condition, x, axis, ...)``."""
+        return _rnp().compress(condition, self, axis, **kwargs)
