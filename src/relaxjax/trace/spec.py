@@ -32,6 +32,7 @@ from relaxjax.trace import pytree
 __all__ = [
     "ParamSpec",
     "is_array_like",
+    "describe_value",
     "spec_of_value",
     "spec_of_argument",
     "annotation_spec",
@@ -57,6 +58,33 @@ class ParamSpec:
 def is_array_like(value: object) -> bool:
     """Arrays and array descriptions: anything with a ``shape`` and a ``dtype``."""
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, type)
+
+
+def describe_value(value: object) -> str:
+    """A value in "got ..." of a message: ``None``; an array's type, shape and dtype;
+    otherwise its type and a short repr, arrays inside it abbreviated (``str 'abc'``)."""
+    if value is None:
+        return "None"
+    if is_array_like(value):
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = _short_repr(value)
+    if len(text) > 72:
+        text = text[:69] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _short_repr(value: object) -> str:
+    """``repr`` with arrays as ``array(shape=(2,), dtype=float32)``."""
+    if is_array_like(value):
+        return f"array(shape={tuple(value.shape)}, dtype={value.dtype})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short_repr(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_short_repr(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    return repr(value)
 
 
 def _python_scalar_info(value: bool | int | float) -> PrimInfo:
