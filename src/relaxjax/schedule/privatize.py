@@ -31,7 +31,7 @@ from relaxjax.arith import Dim
 from relaxjax.schedule.itermap import determines
 from relaxjax.schedule.predicate import conjuncts
 from relaxjax.schedule.scope import Access, LoopRange, instance_accesses, instances_under
-from relaxjax.tir.analysis import relax_index
+from relaxjax.tir.analysis import free_symbols, relax_index
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BinOp, IndexExpr, IntImm, PrimExpr
 from relaxjax.tir.stmt import Block, BlockRealize, For, Stmt
@@ -76,6 +76,23 @@ def _bounds_guard(condition: PrimExpr, realize: BlockRealize, write: Access) -> 
         if condition.op == ">=" and arith.compare(bound, "==", 0) is True:
             return True
     return False
+
+
+def _harmless(condition: PrimExpr, realize: BlockRealize, write: Access, loops) -> bool:
+    """A predicate term that never hides an element of the written box: a bound guard
+    (:func:`_bounds_guard`), or a reduction's term that mentions none of the loops its
+    write moves with (it only skips some of the updates of each element)."""
+    if _is_true(condition) or _bounds_guard(condition, realize, write):
+        return True
+    if not realize.block.is_reduction:
+        return False
+    moving = set()
+    for index in write.indices:
+        if not isinstance(index, (int, PrimExpr)):
+            moving |= {s.name for s in arith.free_symbols(index)}
+    names = {v.name for v, _, _ in tuple(loops) + write.inner}
+    used = {s.name for s in free_symbols(condition)}
+    return not (used & moving & names) and bool(used & names)
 
 
 def _dense_write(write: Access, loops: tuple[LoopRange, ...], buffer: Buffer) -> bool:
@@ -149,12 +166,9 @@ def _writer_covers(writer: Instance, reader: Instance, read: Access, buffer: Buf
     if len(writes) != 1:
         return False
     write = writes[0]
-    guards = conjuncts(w_realize.predicate)
-    if not _is_true(w_realize.predicate) and not all(
-        _bounds_guard(c, w_realize, write) for c in guards
-    ):
-        return False
     w_inner, r_inner = _below_common(w_loops, r_loops)
+    if not all(_harmless(c, w_realize, write, w_inner) for c in conjuncts(w_realize.predicate)):
+        return False
     if not _dense_write(write, w_inner, buffer):
         return False
     have = region([(write, w_inner)], buffer)

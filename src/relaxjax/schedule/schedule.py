@@ -674,3 +674,16 @@ class Schedule:
         step = layout_prims.storage_align(self._func, site, buffer_index, axis, factor, offset)
         self._apply(step, (), "storage_align")
         self._record("storage_align", (block, buffer_index, axis, factor, offset), {}, None)
+
+    def set_scope(self, block: BlockRV, buffer_index: int, scope: str) -> None:
+        """Moves the intermediate buffer ``block`` writes (``writes[buffer_index]``) to
+        ``scope`` (``"global"``, ``"shared"``, ``"local"``):
+        ``S = alloc_buffer((n,), "float32")`` becomes ``alloc_buffer((n,), "float32",
+        scope="shared")``. The loop form means the same; on the GPU a shared buffer is
+        per thread block and a local one per thread, which ``bind`` and
+        :func:`relaxjax.schedule.gpu.finish_gpu` check. Raises ScheduleError for a
+        parameter, an unknown scope, or a result that makes a thread-bound loop unsound."""
+        site = self._block("set_scope", block)
+        step = layout_prims.set_scope(self._func, site, buffer_index, scope)
+        self._apply(step, (), "set_scope")
+        self._record("set_scope", (block, buffer_index, scope), {}, None)

@@ -1,0 +1,54 @@
+"""What the GPU rules need to know about the target: block sizes and vector width.
+
+The schedule layer sits below the backends, so it reads what it needs from the
+target given to ``default_schedule``: the name ``"cuda"``, or any object with
+``kind == "cuda"`` (a backend's target) whose attributes override the defaults
+(``threads``, ``max_threads``, ``vector_bytes``, ``limits``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from relaxjax import dtypes
+from relaxjax.schedule.gpu.limits import DEFAULT_LIMITS, GpuLimits
+
+__all__ = ["GpuParams", "gpu_params", "is_gpu_target"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuParams:
+    """Sizes the GPU rules use.
+
+    ``threads``: threads per block of elementwise kernels and of a row reduced by a
+    whole block; ``vector_bytes``: the widest load/store (128-bit) an aligned
+    elementwise access is grouped into; ``warp_rows``: rows per block when each row
+    is reduced by one warp, which the rules do for rows of at most ``short_row``
+    elements; ``limits``: what a launch may use.
+    """
+
+    threads: int = 256
+    vector_bytes: int = 16
+    warp_rows: int = 4
+    short_row: int = 128
+    warp: int = 32
+    limits: GpuLimits = field(default=DEFAULT_LIMITS)
+
+    def lanes(self, dtype: str) -> int:
+        """Elements of ``dtype`` per vector access."""
+        return max(1, self.vector_bytes // dtypes.itemsize(dtype))
+
+
+def is_gpu_target(target: object) -> bool:
+    """Whether ``target`` names the CUDA target (``"cuda"`` or ``.kind == "cuda"``)."""
+    return target == "cuda" or getattr(target, "kind", None) == "cuda"
+
+
+def gpu_params(target: object = "cuda") -> GpuParams:
+    """The parameters for ``target``; ``ValueError`` when it is not a GPU target."""
+    if not is_gpu_target(target):
+        raise ValueError(f"the GPU schedule rules serve target 'cuda', got {target!r}")
+    if isinstance(target, str):
+        return GpuParams()
+    given = {f.name: getattr(target, f.name) for f in fields(GpuParams) if hasattr(target, f.name)}
+    return GpuParams(**given)
