@@ -355,7 +355,11 @@ class Schedule:
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
         """Binds ``loop`` to a GPU thread axis (``"blockIdx.x"``, ``"threadIdx.x"``...):
         ``for i in thread_binding(n, thread="blockIdx.x")``. Same conditions as
-        :meth:`parallel`; the GPU backend checks the launch limits."""
+        :meth:`parallel`, except that a reduction loop with a ``+ * min max`` update may
+        be bound to ``threadIdx`` (a cross-thread reduction), and shared (local) buffers
+        private to the iterations of a ``blockIdx`` (thread) loop are no conflict
+        (:mod:`relaxjax.schedule.privatize`). :func:`relaxjax.schedule.gpu.finish_gpu`
+        turns the bound kernel into launches and checks the launch limits."""
         self._kind("bind", loop, "thread_binding", thread_axis)
 
     def _kind(self, primitive: str, loop: LoopRV, kind: str, tag: str | None = None) -> None:

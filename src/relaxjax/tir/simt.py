@@ -26,7 +26,7 @@ the interpretation exact for the kernels the GPU passes produce.
 
 >>> from relaxjax.tir.expr import Var
 >>> shfl_xor(Var("v", "float32"), 16)
-shfl_xor(v, 16)
+shfl_xor(v, int32(16))
 """
 
 from __future__ import annotations

@@ -452,7 +452,7 @@ class _Builder:
             LAZY_SELECT,
             (
                 binop("<", IndexExpr(lane), IndexExpr(warps)),
-                BufferLoad(slots, row + (lane,)),
+                BufferLoad(slots, row + (lane % warps,)),
                 ident,
             ),
         )

@@ -1,0 +1,8 @@
+"""GPU schedule tests: shared kernels import by module name (gpu_kernels.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

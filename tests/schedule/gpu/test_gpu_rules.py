@@ -1,0 +1,172 @@
+"""The default GPU rules (``default_schedule(func, target="cuda")``): which rule takes a
+kernel, the schedule's shape (vector lanes, one block or one warp per row), and the
+same results in the interpreter over random symbol values with remainders."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_kernels import run_both
+from hypothesis import given
+from hypothesis import strategies as st
+
+from relaxjax import arith, tir
+from relaxjax.errors import ScheduleError
+from relaxjax.schedule.gpu import is_finished
+from relaxjax.schedule.rules import RULE_ATTR, default_schedule
+from relaxjax.schedule.rules.gpu import GpuParams, fallback_rule, gpu_params, vector_access
+from relaxjax.tir import te
+
+n, m = arith.syms("n m")
+
+
+def _scheduled(func: tir.PrimFunc, rule: str) -> tir.PrimFunc:
+    done = default_schedule(func, "cuda")
+    assert dict(done.attrs)[RULE_ATTR] == rule
+    assert is_finished(done)
+    return done
+
+
+def _scale_shift(width, dtype="float32") -> tir.PrimFunc:
+    x = te.placeholder((n, width), dtype, "x")
+    g = te.placeholder((width,), dtype, "g")
+    t = te.compute((n, width), lambda i, j: x[i, j] * g[j], name="t")
+    y = te.compute((n, width), lambda i, j: tir.exp(t[i, j]) + tir.const(1.0, dtype), name="y")
+    return te.create_prim_func([x, g, y], name="scale_shift")
+
+
+@pytest.mark.parametrize(("dtype", "lanes"), [("float32", 4), ("float16", 8)])
+def test_injective_rule_uses_128_bit_lanes_where_aligned(dtype, lanes):
+    func = _scheduled(_scale_shift(768, dtype), "injective")
+    assert f"in vectorized({lanes}):" in str(func)
+    assert "t = " not in str(func)  # the intermediate was inlined
+    rng = np.random.default_rng(0)
+    for rows in (0, 1, 5):
+        x = rng.random((rows, 768)).astype(dtype)
+        g = rng.random(768).astype(dtype)
+        ref = tir.interpreter.run(_scale_shift(768, dtype), x, g)
+        np.testing.assert_array_equal(run_both(func, x, g), ref)
+
+
+def test_injective_rule_keeps_scalar_accesses_when_unaligned():
+    func = _scheduled(_scale_shift(37), "injective")
+    assert "vectorized" not in str(func)
+    x = np.random.default_rng(1).random((11, 37), dtype=np.float32)
+    g = np.random.default_rng(2).random(37, dtype=np.float32)
+    np.testing.assert_array_equal(run_both(func, x, g), np.exp(x * g) + 1)
+
+
+def test_vector_access_classifies_lanes():
+    v, i = arith.syms("v i")
+    row = tir.Buffer("row", (n, 768), "float32")
+    odd = tir.Buffer("odd", (n, 37), "float32")
+    assert vector_access(row, (i, i * 4 + v), v, 4) == "contiguous"
+    assert vector_access(row, (i, i * 4 + 1 + v), v, 4) == "other"  # misaligned start
+    assert vector_access(row, (i, 0), v, 4) == "uniform"
+    assert vector_access(row, (v, i), v, 4) == "other"  # strided
+    assert vector_access(odd, (i, v), v, 4) == "other"  # a row pitch of 37
+
+
+@given(st.integers(0, 40), st.integers(1, 50))
+def test_a_transpose_is_spread_over_blocks(rows, cols):
+    x = te.placeholder((n, m), "float32", "x")
+    y = te.compute((m, n), lambda i, j: x[j, i] * 2.0, name="y")
+    func = _scheduled(te.create_prim_func([x, y], name="tr"), "injective")
+    a = np.random.default_rng(rows + cols).random((rows, cols), dtype=np.float32)
+    np.testing.assert_array_equal(run_both(func, a), a.T * 2)
+
+
+def _softmax(width) -> tir.PrimFunc:
+    x = te.placeholder((n, width), "float32", "x")
+    k = te.reduce_axis(width, "k")
+    top = te.compute((n,), lambda i: te.max(x[i, k], axis=k), name="top")
+    k2 = te.reduce_axis(width, "k2")
+    total = te.compute((n,), lambda i: te.sum(tir.exp(x[i, k2] - top[i]), axis=k2), name="total")
+    y = te.compute((n, width), lambda i, j: tir.exp(x[i, j] - top[i]) / total[i], name="y")
+    return te.create_prim_func([x, y], name="softmax")
+
+
+def _softmax_numpy(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_short_rows_reduce_with_one_warp_each():
+    func = _scheduled(_softmax(64), "reduction")
+    text = str(func)
+    assert 'thread_binding(4, thread="threadIdx.y")' in text
+    assert 'thread_binding(32, thread="threadIdx.x")' in text
+    assert "_red_shared" not in text  # one warp: shuffles only
+    for rows in (1, 6, 9):
+        a = np.random.default_rng(rows).random((rows, 64), dtype=np.float32)
+        np.testing.assert_allclose(run_both(func, a), _softmax_numpy(a), rtol=1e-5)
+
+
+@pytest.mark.parametrize("width", [768, "m"])
+def test_long_rows_reduce_with_one_block_each(width):
+    func = _scheduled(_softmax(width), "reduction")
+    text = str(func)
+    assert 'thread_binding(256, thread="threadIdx.x")' in text
+    assert 'with allocate((1,), "float32", scope="shared") as top:' in text
+    cols = 768 if width == 768 else 300
+    for rows in (1, 3):
+        a = np.random.default_rng(rows).random((rows, cols), dtype=np.float32) * 4
+        np.testing.assert_allclose(run_both(func, a), _softmax_numpy(a), rtol=1e-5)
+
+
+def test_the_fallback_spreads_independent_loops_and_serialises_the_rest():
+    x = te.placeholder((n, m), "float32", "x")
+    k = te.reduce_axis(n, "k")
+    s = te.compute((m,), lambda j: te.sum(x[k, j], axis=k), name="s")
+    _, index = te.compute((m,), lambda j: te.argmax((x[k, j], k), axis=k), name="am")
+    for func, expected in (
+        (te.create_prim_func([x, s], name="colsum"), lambda a: a.sum(0)),
+        (te.create_prim_func([x, index], name="colargmax"), lambda a: a.argmax(0)),
+    ):
+        done = fallback_rule(func)
+        assert 'thread="threadIdx.x"' in str(done)
+        for rows, cols in ((1, 1), (7, 3), (5, 300)):
+            a = np.random.default_rng(rows * cols).random((rows, cols), dtype=np.float32)
+            np.testing.assert_allclose(run_both(done, a), expected(a), rtol=1e-5)
+
+
+def test_a_kernel_written_as_plain_loops_runs_on_one_thread():
+    func = tir.parse_prim_func(
+        """
+@prim_func(outputs=1)
+def scan(x: Buffer((n,), "float32"), y: Buffer((n,), "float32")):
+    with allocate((n,), "float32", scope="local") as acc:
+        for i in range(n):
+            acc[i] = if_then_else(i > 0, acc[i - 1], float32(0.0)) + x[i]
+            y[i] = acc[i]
+"""
+    )
+    done = _scheduled(func, "fallback")
+    text = str(done)
+    assert 'for serial_block in thread_binding(1, thread="blockIdx.x"):' in text
+    assert 'with allocate((n,), "float32") as acc:' in text  # moved to global memory
+    a = np.random.default_rng(5).random(9, dtype=np.float32)
+    np.testing.assert_allclose(run_both(done, a), np.cumsum(a), rtol=1e-6)
+
+
+def test_gpu_params_come_from_the_target():
+    assert gpu_params("cuda") == GpuParams()
+
+    class Target:
+        kind = "cuda"
+        threads = 128
+
+    assert gpu_params(Target()).threads == 128
+    with pytest.raises(ValueError, match="the GPU schedule rules serve target 'cuda', got 'llvm'"):
+        gpu_params("llvm")
+
+
+def test_no_gpu_rule_is_a_schedule_error():
+    def never(func, target):
+        raise ScheduleError("never: refused")
+
+    with pytest.raises(
+        ScheduleError,
+        match="^default_schedule: no GPU rule schedules kernel softmax: never: refused$",
+    ):
+        default_schedule(_softmax(8), "cuda", rules=[("never", never)])
