@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_kernels import run_both
-from hypothesis import given
+from gpu_kernels import matmul_func, run_both
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relaxjax import arith, tir
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.gpu import is_finished
 from relaxjax.schedule.rules import RULE_ATTR, default_schedule
-from relaxjax.schedule.rules.gpu import GpuParams, fallback_rule, gpu_params, vector_access
+from relaxjax.schedule.rules.gpu import (
+    GpuParams,
+    fallback_rule,
+    gpu_params,
+    matmul_rule,
+    vector_access,
+)
 from relaxjax.tir import te
 
 n, m = arith.syms("n m")
@@ -170,3 +176,71 @@ def test_no_gpu_rule_is_a_schedule_error():
         match="^default_schedule: no GPU rule schedules kernel softmax: never: refused$",
     ):
         default_schedule(_softmax(8), "cuda", rules=[("never", never)])
+
+
+SMALL_TILES = GpuParams(matmul_tile=16, matmul_regs=2, matmul_step=4)
+
+
+def test_matmul_rule_tiles_shared_memory_and_registers():
+    func = _scheduled(matmul_func(), "matmul")
+    text = str(func)
+    assert text.startswith("@prim_func") and "    if n <= 4:" in text  # decode variant
+    for line in (
+        'with allocate((64, 16), "float32", scope="shared") as A_shared:',
+        'with allocate((16, 64), "float32", scope="shared") as B_shared:',
+        'with allocate((4, 4), "float32", scope="local") as C_local:',
+        "for i_2 in unrolled(4):",
+    ):
+        assert line in text
+    assert text.count("evaluate(syncthreads())") == 2
+    rng = np.random.default_rng(7)
+    for rows, depth, cols in ((3, 9, 5), (65, 3, 2)):
+        a = rng.random((rows, depth), dtype=np.float32)
+        b = rng.random((depth, cols), dtype=np.float32)
+        np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5)
+
+
+@settings(max_examples=8)
+@given(st.integers(1, 40), st.integers(1, 20), st.integers(1, 40))
+def test_matmul_tiles_match_over_sizes_with_remainders(rows, depth, cols):
+    func = matmul_rule(matmul_func(), SMALL_TILES)
+    rng = np.random.default_rng(rows * 10000 + depth * 100 + cols)
+    a = rng.random((rows, depth), dtype=np.float32)
+    b = rng.random((depth, cols), dtype=np.float32)
+    np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5, atol=1e-6)
+
+
+def test_batched_matmul_uses_the_third_grid_axis():
+    b_, n_, k_, m_ = arith.syms("b n k m")
+    A = te.placeholder((b_, n_, k_), "float32", "A")
+    B = te.placeholder((b_, k_, m_), "float32", "B")
+    r = te.reduce_axis(k_, "r")
+    C = te.compute((b_, n_, m_), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
+    func = matmul_rule(te.create_prim_func([A, B, C], name="bmm"), SMALL_TILES)
+    assert 'thread="blockIdx.z"' in str(func)
+    rng = np.random.default_rng(8)
+    a, b = rng.random((3, 17, 5), dtype=np.float32), rng.random((3, 5, 9), dtype=np.float32)
+    np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_one_row_products_read_the_matrix_once(transposed):
+    k_, m_ = arith.syms("k m")
+    x = te.placeholder((1, k_), "float32", "x")
+    shape = (m_, k_) if transposed else (k_, m_)
+    w = te.placeholder(shape, "float32", "w")
+    r = te.reduce_axis(k_, "r")
+    y = te.compute(
+        (1, m_),
+        lambda i, j: te.sum(x[i, r] * (w[j, r] if transposed else w[r, j]), axis=r),
+        name="y",
+    )
+    func = matmul_rule(te.create_prim_func([x, w, y], name="gemv"))
+    text = str(func)
+    assert "w_shared" not in text and "x_shared" not in text and "if n" not in text
+    # W[j, k]: the threads of a block reduce each output together; W[k, j]: a thread each.
+    assert ("shfl_xor" in text) == transposed
+    rng = np.random.default_rng(9)
+    a = rng.random((1, 300), dtype=np.float32)
+    b = rng.random((70, 300) if transposed else (300, 70), dtype=np.float32)
+    np.testing.assert_allclose(run_both(func, a, b), a @ (b.T if transposed else b), rtol=1e-5)

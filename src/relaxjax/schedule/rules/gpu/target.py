@@ -24,7 +24,10 @@ class GpuParams:
     whole block; ``vector_bytes``: the widest load/store (128-bit) an aligned
     elementwise access is grouped into; ``warp_rows``: rows per block when each row
     is reduced by one warp, which the rules do for rows of at most ``short_row``
-    elements; ``limits``: what a launch may use.
+    elements; matrix products: ``matmul_tile`` x ``matmul_tile`` tiles per block in
+    steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
+    accumulators per thread, and the matrix-vector schedule for at most ``gemv_rows``
+    rows; ``limits``: what a launch may use.
     """
 
     threads: int = 256
@@ -32,6 +35,10 @@ class GpuParams:
     warp_rows: int = 4
     short_row: int = 128
     warp: int = 32
+    matmul_tile: int = 64
+    matmul_regs: int = 4
+    matmul_step: int = 16
+    gemv_rows: int = 4
     limits: GpuLimits = field(default=DEFAULT_LIMITS)
 
     def lanes(self, dtype: str) -> int:
@@ -45,7 +52,10 @@ def is_gpu_target(target: object) -> bool:
 
 
 def gpu_params(target: object = "cuda") -> GpuParams:
-    """The parameters for ``target``; ``ValueError`` when it is not a GPU target."""
+    """The parameters for ``target`` (a :class:`GpuParams` is taken as it is);
+    ``ValueError`` when it is not a GPU target."""
+    if isinstance(target, GpuParams):
+        return target
     if not is_gpu_target(target):
         raise ValueError(f"the GPU schedule rules serve target 'cuda', got {target!r}")
     if isinstance(target, str):
