@@ -244,3 +244,27 @@ def test_one_row_products_read_the_matrix_once(transposed):
     a = rng.random((1, 300), dtype=np.float32)
     b = rng.random((70, 300) if transposed else (300, 70), dtype=np.float32)
     np.testing.assert_allclose(run_both(func, a, b), a @ (b.T if transposed else b), rtol=1e-5)
+
+
+def test_a_reduction_to_one_value_runs_on_many_blocks_then_one():
+    x = te.placeholder((n, m), "float32", "x")
+    k0, k1 = te.reduce_axis(n, "k0"), te.reduce_axis(m, "k1")
+    s = te.compute((), lambda: te.sum(x[k0, k1], axis=[k0, k1]), name="s")
+    func = _scheduled(te.create_prim_func([x, s], name="total"), "reduction")
+    text = str(func)
+    assert 'with allocate((128,), "float32") as s_rf:' in text  # the partials, in global memory
+    assert 'for k0_k1_fused_0 in thread_binding(128, thread="blockIdx.x"):' in text
+    for shape in ((0, 3), (1, 1), (3, 5), (90, 500)):
+        a = np.random.default_rng(shape[0]).random(shape, dtype=np.float32)
+        np.testing.assert_allclose(run_both(func, a), a.sum(), rtol=1e-5)
+
+
+def test_a_consumer_reading_the_rows_across_its_loops_runs_at_the_row():
+    # softmax over axis 0: the reductions' rows are columns of the output nest.
+    x = te.placeholder((n, 37), "float32", "x")
+    k = te.reduce_axis(n, "k")
+    top = te.compute((37,), lambda j: te.max(x[k, j], axis=k), name="top")
+    y = te.compute((n, 37), lambda i, j: x[i, j] - top[j], name="y")
+    func = _scheduled(te.create_prim_func([x, y], name="shift"), "reduction")
+    a = np.random.default_rng(10).random((23, 37), dtype=np.float32)
+    np.testing.assert_array_equal(run_both(func, a), a - a.max(0))

@@ -95,6 +95,32 @@ def _spread_row(sch: Schedule, block: BlockRV, row: LoopRV, threads: int) -> Non
     sch.bind(lanes, "threadIdx.x")
 
 
+def _full_reduction(sch: Schedule, nests: tuple[Nest, ...], params) -> PrimFunc | None:
+    """A reduction of everything to one value, in launches: the partial results zeroed,
+    ``partial_blocks`` blocks each reducing a share over their threads into one of
+    them (``rfactor``), then one block reducing the partials; scalar stages after it
+    run on one thread."""
+    if len(nests) < 1 or not nests[0].is_reduction or set(nests[0].kinds()) != {"reduce"}:
+        return None
+    if any(n.loops for n in nests[1:]):
+        return None
+    block = sch.get_block(nests[0].name)
+    loops = sch.get_loops(block)
+    flat = loops[0] if len(loops) == 1 else sch.fuse(*loops)
+    threads = params.threads
+    outer, serial, lanes = sch.split(flat, [params.partial_blocks, None, threads])
+    partials = sch.rfactor(outer, 0)
+    sch.reorder(lanes, serial)
+    sch.bind(outer, "blockIdx.x")
+    sch.bind(lanes, "threadIdx.x")
+    init = sch.get_block(f"{sch.get_block_node(partials).name}_init")
+    for loop in sch.get_loops(init):
+        sch.bind(loop, "threadIdx.x")
+    (combine,) = sch.get_loops(block)
+    sch.bind(combine, "threadIdx.x")
+    return finish(sch, params)
+
+
 def reduction_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     """Schedule a kernel of row reductions and elementwise stages (see the module doc);
     None when it does not have that shape."""
@@ -106,14 +132,17 @@ def reduction_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     outputs = {b.name for b in func.outputs}
     gone = inline_intermediates(sch, nests, outputs)
     nests = tuple(n for n in nests if n.name not in gone)
-    rows = _row_count(nests)
-    if rows == 0 or not _fits(nests, rows):
+    reductions = tuple(n for n in nests if n.is_reduction)
+    rows = _row_count(reductions)
+    if rows == 0:
+        return _full_reduction(sch, nests, params)
+    if not _fits(reductions, rows):
         return None
-    length = _reduce_extent(nests, rows)
+    length = _reduce_extent(reductions, rows)
     by_warp = isinstance(length, int) and length <= params.short_row
     threads = params.warp if by_warp else params.threads
-    anchor = sch.get_block(nests[-1].name)
-    row_loops = sch.get_loops(anchor)[:rows]
+    anchor = reductions[-1]
+    row_loops = sch.get_loops(sch.get_block(anchor.name))[:rows]
     row = row_loops[0] if rows == 1 else sch.fuse(*row_loops)
     if by_warp:
         outer, row = sch.split(row, factors=[None, params.warp_rows])
@@ -121,7 +150,12 @@ def reduction_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
         sch.bind(row, "threadIdx.y")
     else:
         sch.bind(row, "blockIdx.x")
-    for nest in reversed(nests[:-1]):
+    position = nests.index(anchor)
+    for nest in nests[position + 1 :]:
+        # A consumer of the row's results, its loops in any order (``x - max[j]`` with
+        # ``j`` innermost): it runs at the row for the row's elements.
+        sch.reverse_compute_at(sch.get_block(nest.name), row)
+    for nest in reversed(nests[:position]):
         sch.compute_at(sch.get_block(nest.name), row)
     for nest in nests:
         _spread_row(sch, sch.get_block(nest.name), row, threads)

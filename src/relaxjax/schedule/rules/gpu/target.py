@@ -27,7 +27,8 @@ class GpuParams:
     elements; matrix products: ``matmul_tile`` x ``matmul_tile`` tiles per block in
     steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
     accumulators per thread, and the matrix-vector schedule for at most ``gemv_rows``
-    rows; ``limits``: what a launch may use.
+    rows; a reduction of everything to one value runs on ``partial_blocks`` blocks,
+    then one; ``limits``: what a launch may use.
     """
 
     threads: int = 256
@@ -39,6 +40,7 @@ class GpuParams:
     matmul_regs: int = 4
     matmul_step: int = 16
     gemv_rows: int = 4
+    partial_blocks: int = 128
     limits: GpuLimits = field(default=DEFAULT_LIMITS)
 
     def lanes(self, dtype: str) -> int:
