@@ -9,6 +9,7 @@ runs every intermediate form)::
     compact          shared buffers per block, local ones per thread, shrunk (compact.py)
     insert_barriers  syncthreads() where threads exchange data (sync.py)
     check_launches   thread and grid limits, shared memory, races (checks.py)
+    demote_vectors   vectorized loops that are not aligned vector accesses -> serial
 
 The result carries the attr ``gpu=True``. Its body is *host code* (``Allocate`` of
 global temporaries, sequences, conditions and lets on index values) around
@@ -23,6 +24,7 @@ from relaxjax.schedule.gpu.compact import anchors, compact
 from relaxjax.schedule.gpu.launch import build_launches_with_internals
 from relaxjax.schedule.gpu.limits import DEFAULT_LIMITS, GpuLimits
 from relaxjax.schedule.gpu.sync import insert_barriers
+from relaxjax.schedule.gpu.vector import demote_vectors
 from relaxjax.tir.function import PrimFunc
 
 __all__ = ["GPU_ATTR", "finish_gpu", "is_finished"]
@@ -48,4 +50,4 @@ def finish_gpu(func: PrimFunc, limits: GpuLimits = DEFAULT_LIMITS) -> PrimFunc:
     compacted = compact(launched, found, internal)
     synced = insert_barriers(compacted)
     check_launches(synced, limits)
-    return synced.with_attrs({GPU_ATTR: True})
+    return demote_vectors(synced).with_attrs({GPU_ATTR: True})

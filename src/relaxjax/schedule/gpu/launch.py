@@ -309,15 +309,15 @@ class _Builder:
     def emit_For(self, loop: For, ctx: _Ctx) -> Stmt:
         if is_thread_loop(loop):
             return self.thread_loop(loop, ctx)
-        if loop.kind == "parallel":
-            raise fail(PRIMITIVE, f"loop {loop.var.name} is parallel inside a GPU kernel")
         inner = ctx
         if _uses(loop.extent, ctx.thread_names()) or _uses(loop.start, ctx.thread_names()):
             inner = replace(
                 ctx, conditions=ctx.conditions + (f"the range of loop {loop.var.name}",)
             )
         body = self.emit(loop.body, inner)
-        return For(loop.var, loop.start, loop.extent, loop.kind, body, loop.annotations)
+        # Inside a thread a parallel loop runs in order (its iterations are independent).
+        kind = "serial" if loop.kind == "parallel" else loop.kind
+        return For(loop.var, loop.start, loop.extent, kind, body, loop.annotations)
 
     def unbound(self, ctx: _Ctx) -> list[_Axis]:
         """The launch axes no loop around binds, that may have more than one thread."""

@@ -5,8 +5,9 @@ returns a kernel finished for the GPU (:func:`relaxjax.schedule.gpu.finish_gpu`)
 None when it does not apply. The fallback applies to every kernel.
 """
 
+from relaxjax.schedule.gpu.vector import vector_access
 from relaxjax.schedule.rules.gpu.fallback import fallback_rule
-from relaxjax.schedule.rules.gpu.injective import injective_rule, vector_access
+from relaxjax.schedule.rules.gpu.injective import injective_rule
 from relaxjax.schedule.rules.gpu.matmul import matmul_rule
 from relaxjax.schedule.rules.gpu.reduction import reduction_rule
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params, is_gpu_target

@@ -12,15 +12,13 @@ become a ``vectorized`` loop, which the CUDA backend emits as vector loads/store
             ...                              for j_1 in vectorized(4):   # a float4 per thread
                                                  ...
 
-The contract for the backend (:func:`vector_access`): inside such a loop, an access
-whose innermost index moves by one element per lane starts at a multiple of the lane
-count (the buffer's other strides are multiples of it and its start is aligned);
-an access that does not move with the lanes is the same for all of them.
+What the backend may assume of such a loop: :mod:`relaxjax.schedule.gpu.vector`.
 """
 
 from __future__ import annotations
 
-from relaxjax import arith, dtypes
+from relaxjax import dtypes
+from relaxjax.schedule.gpu.vector import vector_access
 from relaxjax.schedule.handles import BlockRV
 from relaxjax.schedule.rules.gpu.common import bind_spread, finish
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
@@ -28,39 +26,9 @@ from relaxjax.schedule.rules.injective import inline_intermediates
 from relaxjax.schedule.rules.patterns import simple_nests
 from relaxjax.schedule.schedule import Schedule
 from relaxjax.tir.analysis import collect_accesses
-from relaxjax.tir.buffer import Buffer
-from relaxjax.tir.expr import PrimExpr
 from relaxjax.tir.function import PrimFunc
 
 __all__ = ["injective_rule", "schedule_elementwise", "vector_access", "vector_lanes"]
-
-
-def vector_access(buffer: Buffer, indices, var: arith.Sym, lanes: int) -> str:
-    """How an access behaves across the lanes of a vectorized loop over ``var``:
-    ``"contiguous"`` (its innermost index is ``var`` plus terms free of it, every other
-    stride of the buffer is a multiple of ``lanes`` and does not move with ``var``),
-    ``"uniform"`` (does not move with ``var``), or ``"other"``."""
-    uses = [
-        isinstance(i, PrimExpr) or (not isinstance(i, int) and var in arith.free_symbols(i))
-        for i in indices
-    ]
-    if not any(uses):
-        return "uniform"
-    if any(uses[:-1]) or isinstance(indices[-1], PrimExpr):
-        return "other"
-    last = indices[-1]
-    if arith.subs(last, {var: var + 1}) - last != 1:
-        return "other"
-    strides = buffer.strides_or_default()
-    if strides[-1] != 1:
-        return "other"
-    for stride in strides[:-1]:
-        if arith.compare(stride % lanes, "==", 0) is not True:
-            return "other"
-    start = arith.subs(last, {var: 0})
-    if arith.compare(start % lanes, "==", 0) is not True:
-        return "other"
-    return "contiguous"
 
 
 def vector_lanes(sch: Schedule, block: BlockRV, params: GpuParams) -> int:
