@@ -195,6 +195,10 @@ def test_matmul_rule_tiles_shared_memory_and_registers():
     ):
         assert line in text
     assert text.count("evaluate(syncthreads())") == 2
+    # Zero-padded tiles: the multiply-add runs unguarded, the copies pad.
+    inner = text.split("for j_2 in unrolled(4):\n")[1].lstrip()
+    assert inner.startswith("C_local[i_2, j_2] = C_local[i_2, j_2] + A_shared[")
+    assert "A_shared[" in text and "= if_then_else(" in text
     rng = np.random.default_rng(7)
     for rows, depth, cols in ((3, 9, 5), (65, 3, 2)):
         a = rng.random((rows, depth), dtype=np.float32)

@@ -13,10 +13,13 @@ thread multiplies its rows of one slice by its columns of the other::
                 C_local[4, 4] = 0                           # per thread (16 x 16 threads)
                 for k_0 in range(ceil(k / 16)):
                     A_shared[64, 16] = A[...]; B_shared[16, 64] = B[...]   # cooperative
-                    for k_1 in range(16):
+                    for k_1 in range(16):                   # unrolled
                         for i_2, j_2 in 4 x 4:              # unrolled
                             C_local[i_2, j_2] += A_shared[..] * B_shared[..]
                 C[...] = C_local[...]                        # the 4 x 4 tile
+
+The tiles are zero-padded at the edges (a shared copy stores zero where the operand
+ends), so the multiply-add loop runs without guards for any size.
 
 Products with few rows (``m <= gemv_rows``, known or tested at run time) read each
 element of the matrix once: a thread per output element, along the contiguous axis
@@ -35,9 +38,11 @@ from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
 from relaxjax.schedule.rules.patterns import MatmulMatch, match_matmul
 from relaxjax.schedule.rules.variants import choose
 from relaxjax.schedule.schedule import Schedule
-from relaxjax.tir.expr import BufferLoad, IndexExpr, binop
+from relaxjax.tir.expr import BufferLoad, Call, IndexExpr, binop, const
 from relaxjax.tir.function import PrimFunc
-from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.functor import StmtMutator, StmtVisitor
+from relaxjax.tir.intrinsics import LAZY_SELECT
+from relaxjax.tir.stmt import BufferStore, IfThenElse, Stmt
 
 __all__ = ["matmul_rule"]
 
@@ -58,7 +63,8 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
         sch.bind(fused, "blockIdx.z")
     sch.bind(i0, "blockIdx.y")
     sch.bind(j0, "blockIdx.x")
-    for operand in sorted({r.buffer.name for r in sch.get_block_node(c).reads}):
+    operands = sorted({r.buffer.name for r in sch.get_block_node(c).reads})
+    for operand in operands:
         copy = sch.cache_read(c, operand, "shared")
         sch.compute_at(copy, k0)
         copy_loops = sch.get_loops(copy)[len(batch) + 3 :]
@@ -80,9 +86,38 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
     sch.bind(init_loops[1], "threadIdx.x")
     sch.bind(i1, "threadIdx.y")
     sch.bind(j1, "threadIdx.x")
-    for loop in (i2, j2):
+    for loop in (k1, i2, j2):
         sch.unroll(loop)
-    return finish(sch, params)
+    tiles = {f"{name}_shared" for name in operands}
+    return _unguarded(finish(sch, params), tiles, {f"{match.output.name}_local"})
+
+
+class _Unguard(StmtMutator):
+    """Guards that leave the tiles' edges alone become zero padding: a shared copy
+    stores ``if_then_else(in bounds, A[...], 0)`` everywhere in its tile, and the
+    register tile accumulates (and is zeroed) unguarded. Past an edge it then adds
+    zero products, and its rows and columns past the result's edge are never stored
+    (the copy-back keeps its guards), so the inner loop runs without tests."""
+
+    def __init__(self, tiles: set[str], accumulators: set[str]):
+        self.tiles, self.accumulators = tiles, accumulators
+
+    def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
+        inner = stmt.then_case
+        if stmt.else_case is None and isinstance(inner, BufferStore):
+            name = inner.buffer.name
+            if name in self.accumulators:
+                return inner
+            if name in self.tiles and isinstance(inner.value, BufferLoad):
+                zero = const(0, inner.buffer.dtype)
+                padded = Call(LAZY_SELECT, (stmt.condition, inner.value, zero))
+                return BufferStore(inner.buffer, padded, inner.indices)
+        return super().visit_IfThenElse(stmt)
+
+
+def _unguarded(func: PrimFunc, tiles: set[str], accumulators: set[str]) -> PrimFunc:
+    body = _Unguard(tiles, accumulators).visit_stmt(func.body)
+    return func if body is func.body else func.with_body(body)
 
 
 def _reads_along_k(match: MatmulMatch) -> bool:
