@@ -310,3 +310,11 @@ def test_random_kernels_keep_their_meaning_on_the_gpu(func):
         have = tir.interpreter.run(done, *arrays, reverse_parallel=True, **scalars)
         for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (want, have))):
             np.testing.assert_array_equal(a, b)
+
+
+def test_a_kernel_scheduled_by_hand_is_only_finished():
+    from gpu_kernels import tiled_matmul
+
+    by_hand = tiled_matmul().func
+    done = _scheduled(by_hand, "user")
+    assert 'with allocate((16, 8), "float32", scope="shared") as A_shared:' in str(done)

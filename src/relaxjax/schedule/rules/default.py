@@ -29,12 +29,15 @@ from dataclasses import dataclass
 from relaxjax.errors import RelaxError, ScheduleError
 from relaxjax.ir import IRModule
 from relaxjax.schedule.rules.approx import approximate_tanh
+from relaxjax.schedule.gpu import finish_gpu, is_finished
 from relaxjax.schedule.rules.gpu import GPU_RULES, is_gpu_target
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
 from relaxjax.schedule.rules.reduction import reduction_rule
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
+from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.stmt import For
 
 __all__ = [
     "CPU_RULES",
@@ -68,6 +71,19 @@ def _valid(original: PrimFunc, scheduled: object) -> bool:
     return isinstance(scheduled, PrimFunc) and _signature(scheduled) == _signature(original)
 
 
+def _thread_bound(func: PrimFunc) -> bool:
+    found = []
+
+    class _Find(StmtVisitor):
+        def visit_For(self, loop: For) -> None:
+            if loop.kind == "thread_binding":
+                found.append(loop)
+            super().visit_For(loop)
+
+    _Find().visit_stmt(func.body)
+    return bool(found)
+
+
 def is_scheduled(func: PrimFunc) -> bool:
     """True when ``func`` went through ``default_schedule`` already."""
     return RULE_ATTR in dict(func.attrs)
@@ -97,7 +113,8 @@ def default_schedule(
     ``rules`` defaults to :data:`CPU_RULES`, or to the GPU rules for ``target="cuda"``
     (:mod:`relaxjax.schedule.rules.gpu`), whose kernels are finished for the GPU;
     there a kernel no rule schedules raises ``ScheduleError`` (a GPU kernel cannot
-    stay unscheduled).
+    stay unscheduled), and a kernel already bound to GPU threads (scheduled by hand)
+    is only finished (``finish_gpu``), recorded as rule ``"user"``.
 
     With ``strict``, an error inside a rule propagates instead of falling back (tests
     use it to see why a rule did not apply)."""
@@ -108,6 +125,9 @@ def default_schedule(
     gpu = is_gpu_target(target)
     if rules is None:
         rules = GPU_RULES if gpu else CPU_RULES
+    if gpu and (is_finished(func) or _thread_bound(func)):
+        # Scheduled by hand for the GPU (e.g. through with_kernels): finished as it is.
+        return _finish(finish_gpu(func), "user", target)
     failure: Exception | None = None
     for name, rule in rules:
         try:
