@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from relaxjax.errors import RelaxError, ScheduleError
 from relaxjax.ir import IRModule
-from relaxjax.schedule.rules.approx import approximate_tanh
 from relaxjax.schedule.gpu import finish_gpu, is_finished
+from relaxjax.schedule.rules.approx import approximate_tanh
 from relaxjax.schedule.rules.gpu import GPU_RULES, is_gpu_target
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
