@@ -73,5 +73,7 @@ def run_both(func: tir.PrimFunc, *arrays):
     (a race shows as a difference)."""
     forward = tir.interpreter.run(func, *arrays)
     backward = tir.interpreter.run(func, *arrays, reverse_parallel=True)
-    np.testing.assert_array_equal(forward, backward)
+    pairs = zip(forward, backward) if isinstance(forward, tuple) else [(forward, backward)]
+    for one, other in pairs:
+        np.testing.assert_array_equal(one, other)
     return forward

@@ -255,6 +255,33 @@ def k(A: Buffer((n, 64), "float32"), B: Buffer((64,), "float32")):
         finish_gpu(func)
 
 
+_PICK = """
+@prim_func(outputs=1)
+def pick(x: Buffer((n, 8), "float32"), idx: Buffer((n,), "int64"), y: Buffer((n,), "float32")):
+    for i in thread_binding(n, thread="blockIdx.x"):
+        with allocate((8,), "float32", scope="local") as row:
+            for k in range(8):
+                row[k] = x[i, k] * float32(2.0)
+            with let_sym(p, idx[i]):
+                y[STORE] = row[p - 1]
+"""
+
+
+def test_an_index_through_a_let_reaches_the_whole_local_buffer():
+    # row[p - 1] with p = idx[i]: the buffer keeps its 8 elements (no size or offset in p),
+    # and the store y[i] under the let still moves apart along the blocks.
+    done = finish_gpu(_parse(_PICK.replace("STORE", "i")))
+    assert 'with allocate((8,), "float32", scope="local") as row:' in str(done)
+    x = np.random.default_rng(5).random((5, 8), dtype=np.float32)
+    idx = np.array([3, 1, 8, 7, 1])
+    np.testing.assert_array_equal(run_both(done, x, idx), x[np.arange(5), idx - 1] * 2)
+
+
+def test_a_store_through_a_let_on_blocks_races():
+    with pytest.raises(ScheduleError, match=r"races: two threads may write y\[p\]"):
+        finish_gpu(_parse(_PICK.replace("STORE", "p")))
+
+
 def test_a_local_buffer_shared_between_threads_is_refused():
     func = _parse(
         """

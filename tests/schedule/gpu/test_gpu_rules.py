@@ -138,6 +138,47 @@ def test_the_fallback_spreads_independent_loops_and_serialises_the_rest():
             np.testing.assert_allclose(run_both(done, a), expected(a), rtol=1e-5)
 
 
+def test_the_fallback_reduces_each_row_of_a_lone_reduction_over_threads():
+    # Row sums and column maxima of one input: the nests' rows differ, so the reduction
+    # rule refuses the kernel; the fallback gives each nest a block per row.
+    x = te.placeholder((n, m), "float32", "x")
+    k, k2 = te.reduce_axis(m, "k"), te.reduce_axis(n, "k2")
+    r = te.compute((n,), lambda i: te.sum(x[i, k], axis=k), name="r")
+    c = te.compute((m,), lambda j: te.max(x[k2, j], axis=k2), name="c")
+    func = te.create_prim_func([x, r, c], name="both")
+    assert "schedule_rule': 'fallback'" in str(_scheduled(func, "fallback"))
+    done = fallback_rule(func, GpuParams(threads=64))  # two warps: few threads to interpret
+    text = str(done)
+    assert text.count('thread_binding(64, thread="threadIdx.x")') == 2
+    assert "shfl_xor(r_red[()]" in text and "shfl_xor(c_red[()]" in text
+    assert 'allocate((2,), "float32", scope="shared") as r_red_shared' in text
+    for rows, cols in ((1, 1), (2, 70), (70, 2)):
+        a = np.random.default_rng(rows + cols).random((rows, cols), dtype=np.float32)
+        got_r, got_c = run_both(done, a)
+        np.testing.assert_allclose(got_r, a.sum(1), rtol=1e-5)
+        np.testing.assert_array_equal(got_c, a.max(0))
+
+
+def test_a_scratch_allocated_in_a_loop_moves_to_global_memory():
+    func = tir.parse_prim_func(
+        """
+@prim_func(outputs=1)
+def rev(x: Buffer((n, 5), "float32"), y: Buffer((n, 5), "float32")):
+    for j in parallel(5):
+        with allocate((n,), "float32", scope="local") as col:
+            for i in range(n):
+                col[i] = x[i, j]
+            for i_1 in range(n):
+                y[i_1, j] = col[n - 1 - i_1]
+"""
+    )
+    done = _scheduled(func, "fallback")
+    text = str(done)
+    assert text.index('with allocate((n,), "float32") as col:') < text.index("serial_block")
+    a = np.random.default_rng(6).random((7, 5), dtype=np.float32)
+    np.testing.assert_array_equal(run_both(done, a), a[::-1])
+
+
 def test_a_kernel_written_as_plain_loops_runs_on_one_thread():
     func = tir.parse_prim_func(
         """

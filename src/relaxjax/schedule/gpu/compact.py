@@ -37,7 +37,7 @@ from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BufferLoad, PrimExpr
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtMutator, StmtVisitor
-from relaxjax.tir.stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
+from relaxjax.tir.stmt import Allocate, Block, BlockRealize, BufferStore, For, LetStmt, Stmt
 
 __all__ = ["Anchors", "anchors", "compact"]
 
@@ -125,16 +125,28 @@ def anchors(func: PrimFunc) -> Anchors:
 class _Use:
     indices: tuple[Dim | PrimExpr, ...]
     loops: tuple[For, ...]  # every loop from the launch's outermost one to the access
+    lets: frozenset[str]  # index symbols bound by lets around the access in the launch
 
 
 class _Uses(StmtVisitor):
     def __init__(self):
         self.loops: list[For] = []
+        self.lets: list[str] = []
         self.uses: dict[str, list[_Use]] = {}
 
     def _add(self, buffer: Buffer, indices) -> None:
         if buffer.scope in GPU_SCOPES:
-            self.uses.setdefault(buffer.name, []).append(_Use(tuple(indices), tuple(self.loops)))
+            use = _Use(tuple(indices), tuple(self.loops), frozenset(self.lets))
+            self.uses.setdefault(buffer.name, []).append(use)
+
+    def visit_LetStmt(self, stmt: LetStmt) -> None:
+        if not isinstance(stmt.var, arith.Sym):
+            super().visit_LetStmt(stmt)
+            return
+        self.visit_expr(stmt.value)
+        self.lets.append(stmt.var.name)
+        self.visit_stmt(stmt.body)
+        self.lets.pop()
 
     def visit_For(self, stmt: For) -> None:
         self.loops.append(stmt)
@@ -176,7 +188,11 @@ def _region(buffer: Buffer, uses: list[_Use], anchor: str | None):
     for use in uses:
         ranges = _relaxed_loops(use, buffer, anchor)
         for axis, index in enumerate(use.indices):
-            bounds = None if isinstance(index, PrimExpr) else relax_index(index, ranges)
+            # An index through a let (``acc[m4]`` with ``m4 = i[0]``): any element.
+            unknown = isinstance(index, PrimExpr) or any(
+                s.name in use.lets for s in arith.free_symbols(index)
+            )
+            bounds = None if unknown else relax_index(index, ranges)
             low, high = bounds if bounds is not None else (0, buffer.shape[axis] - 1)
             lows[axis] = low if lows[axis] is None else arith.min_(lows[axis], low)
             highs[axis] = high if highs[axis] is None else arith.max_(highs[axis], high)

@@ -194,8 +194,8 @@ def same_thread(a: _Access, b: _Access, threads: _Threads) -> bool:
             var, scope = pin.lane, others
         if a.indices == b.indices and _determined(a, var.name, scope):
             continue
-        relax = others + a.loops + b.loops
-        if any(None in (r[1], r[2]) for r in relax):
+        relax = _known(others + a.loops + b.loops, a, b)
+        if relax is None:
             return False
         if not any(
             not isinstance(x, PrimExpr) and not isinstance(y, PrimExpr) and apart(x, y, var, relax)
@@ -203,6 +203,22 @@ def same_thread(a: _Access, b: _Access, threads: _Threads) -> bool:
         ):
             return False
     return True
+
+
+def _known(ranges, a: _Access, b: _Access):
+    """``ranges`` without the lets of unknown range that neither access's indices use;
+    None when one of them uses such a let (``x[m4]`` with ``m4 = i[0]``)."""
+    used: set[str] = set()
+    for index in a.indices + b.indices:
+        if not isinstance(index, PrimExpr):
+            used |= {s.name for s in arith.free_symbols(index)}
+    kept = []
+    for r in ranges:
+        if None not in (r[1], r[2]):
+            kept.append(r)
+        elif r[0].name in used:
+            return None
+    return tuple(kept)
 
 
 def _determined(access: _Access, name: str, threads) -> bool:

@@ -104,26 +104,45 @@ class _Rescope(StmtMutator):
         return self.new.get(buffer.name, buffer)
 
 
-def _serial_launch(body: Stmt, namer: Namer) -> Stmt:
+class _Hoist(StmtMutator):
+    """Drops the allocations of temporaries of no constant size (not global) whose shape
+    uses only ``outer`` symbols, wherever they are nested; ``moved`` holds them as
+    global buffers."""
+
+    def __init__(self, outer: frozenset[str]):
+        self.outer = outer
+        self.moved: dict[str, Buffer] = {}
+
+    def visit_Allocate(self, stmt: Allocate) -> Stmt:
+        buffer = stmt.buffer
+        size = buffer.size()
+        if (
+            buffer.scope != "global"
+            and not isinstance(size, int)
+            and {s.name for s in arith.free_symbols(size)} <= self.outer
+            and self.moved.get(buffer.name, buffer).shape == buffer.shape
+        ):
+            self.moved[buffer.name] = Buffer(
+                buffer.name, buffer.shape, buffer.dtype, buffer.strides
+            )
+            return self.visit_stmt(stmt.body)
+        return super().visit_Allocate(stmt)
+
+
+def _serial_launch(body: Stmt, namer: Namer, outer: frozenset[str]) -> Stmt:
     """``body`` run by one thread; its temporaries of no constant size (a scratch of
-    ``n`` elements) move to global memory, allocated around the launch."""
-    kept: list[Buffer] = []
-    moved: dict[str, Buffer] = {}
-    while isinstance(body, Allocate):
-        buffer = body.buffer
-        if buffer.scope != "global" and not isinstance(buffer.size(), int):
-            moved[buffer.name] = Buffer(buffer.name, buffer.shape, buffer.dtype, buffer.strides)
-        else:
-            kept.append(buffer)
-        body = body.body
-    for buffer in reversed(kept):
-        body = Allocate(buffer, body)
+    ``n`` elements, also one allocated inside a loop) move to global memory,
+    allocated around the launch: one thread runs the loops in order, so one copy
+    serves every iteration. A temporary sized by a loop variable stays (and the
+    launch is refused for it)."""
+    hoist = _Hoist(outer)
+    body = hoist.visit_stmt(body)
     launch: Stmt = For(
         namer.fresh_sym("serial_block"), 0, 1, "thread_binding", body, thread_tag="blockIdx.x"
     )
-    for buffer in reversed(list(moved.values())):
+    for buffer in reversed(list(hoist.moved.values())):
         launch = Allocate(buffer, launch)
-    return _Rescope(moved).visit_stmt(launch) if moved else launch
+    return _Rescope(hoist.moved).visit_stmt(launch) if hoist.moved else launch
 
 
 def _is_launch(stmt: Stmt) -> bool:
@@ -136,17 +155,18 @@ def wrap_unbound(func: PrimFunc) -> PrimFunc:
     kernel without a root block (written as plain loops) runs on one thread whole."""
     root = func.body
     namer = Namer(names_in(func))
+    outer = frozenset(s.name for s in func.symbols())
     if not (isinstance(root, BlockRealize) and not root.block.iter_vars):
         if _has_launch(root) or not _has_effects(root):
             return func
-        return func.with_body(_serial_launch(root, namer))
+        return func.with_body(_serial_launch(root, namer, outer))
     stmts = []
     changed = False
     for stmt in flatten(root.block.body):
         if _is_launch(stmt) or not _has_effects(stmt):
             stmts.append(stmt)
             continue
-        stmts.append(_serial_launch(stmt, namer))
+        stmts.append(_serial_launch(stmt, namer, outer))
         changed = True
     if not changed:
         return func

@@ -34,7 +34,7 @@ from relaxjax.schedule.rules.patterns import Nest, simple_nests
 from relaxjax.schedule.schedule import Schedule
 from relaxjax.tir.function import PrimFunc
 
-__all__ = ["reduction_rule"]
+__all__ = ["bind_rows", "reduction_rule", "spread_row"]
 
 
 def _row_count(nests: tuple[Nest, ...]) -> int:
@@ -74,7 +74,23 @@ def _reduce_extent(nests: tuple[Nest, ...], rows: int) -> arith.Dim:
     return largest
 
 
-def _spread_row(sch: Schedule, block: BlockRV, row: LoopRV, threads: int) -> None:
+def bind_rows(sch: Schedule, block: str, rows: int, length: arith.Dim, params) -> tuple:
+    """The first ``rows`` loops of ``block`` fused into one row loop on blocks, or on
+    warps (``threadIdx.y``) when rows hold at most ``short_row`` elements; returns it
+    and the threads a row gets."""
+    by_warp = isinstance(length, int) and length <= params.short_row
+    row_loops = sch.get_loops(sch.get_block(block))[:rows]
+    row = row_loops[0] if rows == 1 else sch.fuse(*row_loops)
+    if by_warp:
+        outer, row = sch.split(row, factors=[None, params.warp_rows])
+        sch.bind(outer, "blockIdx.x")
+        sch.bind(row, "threadIdx.y")
+    else:
+        sch.bind(row, "blockIdx.x")
+    return row, (params.warp if by_warp else params.threads)
+
+
+def spread_row(sch: Schedule, block: BlockRV, row: LoopRV, threads: int) -> None:
     """The loops of ``block`` under ``row`` fused and split over ``threads`` threads."""
     loops = list(sch.get_loops(block))
     inner = loops[[lp.name for lp in loops].index(row.name) + 1 :]
@@ -138,18 +154,8 @@ def reduction_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
         return _full_reduction(sch, nests, params)
     if not _fits(reductions, rows):
         return None
-    length = _reduce_extent(reductions, rows)
-    by_warp = isinstance(length, int) and length <= params.short_row
-    threads = params.warp if by_warp else params.threads
     anchor = reductions[-1]
-    row_loops = sch.get_loops(sch.get_block(anchor.name))[:rows]
-    row = row_loops[0] if rows == 1 else sch.fuse(*row_loops)
-    if by_warp:
-        outer, row = sch.split(row, factors=[None, params.warp_rows])
-        sch.bind(outer, "blockIdx.x")
-        sch.bind(row, "threadIdx.y")
-    else:
-        sch.bind(row, "blockIdx.x")
+    row, threads = bind_rows(sch, anchor.name, rows, _reduce_extent(reductions, rows), params)
     position = nests.index(anchor)
     for nest in nests[position + 1 :]:
         # A consumer of the row's results, its loops in any order (``x - max[j]`` with
@@ -158,7 +164,7 @@ def reduction_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     for nest in reversed(nests[:position]):
         sch.compute_at(sch.get_block(nest.name), row)
     for nest in nests:
-        _spread_row(sch, sch.get_block(nest.name), row, threads)
+        spread_row(sch, sch.get_block(nest.name), row, threads)
     for nest in nests:
         written = nest.written()[0]
         if nest.is_reduction and written.name not in outputs:
