@@ -164,7 +164,7 @@ def test_a_scratch_allocated_in_a_loop_moves_to_global_memory():
         """
 @prim_func(outputs=1)
 def rev(x: Buffer((n, 5), "float32"), y: Buffer((n, 5), "float32")):
-    for j in parallel(5):
+    for j in range(5):
         with allocate((n,), "float32", scope="local") as col:
             for i in range(n):
                 col[i] = x[i, j]
@@ -177,6 +177,60 @@ def rev(x: Buffer((n, 5), "float32"), y: Buffer((n, 5), "float32")):
     assert text.index('with allocate((n,), "float32") as col:') < text.index("serial_block")
     a = np.random.default_rng(6).random((7, 5), dtype=np.float32)
     np.testing.assert_array_equal(run_both(done, a), a[::-1])
+
+
+_REVERSE_COLUMNS = """
+@prim_func(outputs=1)
+def rev(x: Buffer((n, COLS), "float32"), y: Buffer((n, COLS), "float32")):
+    for j in parallel(COLS):
+        with allocate((n,), "float32", scope="local") as col:
+            with allocate((1,), "float32", scope="local") as total:
+                total[0] = float32(0.0)
+                for i in range(n):
+                    col[i] = x[i, j]
+                    total[0] = total[0] + x[i, j]
+                for i_1 in range(n):
+                    y[i_1, j] = col[n - 1 - i_1] + total[0]
+"""
+
+
+@pytest.mark.parametrize("cols", ["5", "m"])
+def test_parallel_plain_loops_run_a_thread_per_iteration(cols):
+    # Each column's scratch of n elements gets a slice of one global buffer; the
+    # constant-size one stays in the thread's registers.
+    func = tir.parse_prim_func(_REVERSE_COLUMNS.replace("COLS", cols))
+    done = fallback_rule(func, GpuParams(loop_threads=8))
+    text = str(done)
+    assert f'with allocate(({cols}, n), "float32") as col:' in text
+    assert 'with allocate((1,), "float32", scope="local") as total:' in text
+    assert "serial_block" not in text
+    # 5 columns: one block of 5 threads; m columns: blocks of 8, the tail guarded.
+    lanes = 'thread_binding(5, thread="threadIdx.x")' if cols == "5" else "if j_b * 8 + "
+    assert lanes in text
+    rng = np.random.default_rng(11)
+    for rows, width in ((0, 5), (1, 5), (6, 5), (3, 1), (2, 19)):
+        if cols == "5" and width != 5:
+            continue
+        a = rng.random((rows, width), dtype=np.float32)
+        np.testing.assert_allclose(run_both(done, a), a[::-1] + a.sum(0), rtol=1e-6)
+
+
+def test_a_parallel_loop_that_races_runs_on_one_thread():
+    # Mislabelled: every iteration adds into y[0]. The launch checks refuse a thread per
+    # iteration, so the loop runs in order on one thread.
+    func = tir.parse_prim_func(
+        """
+@prim_func(outputs=1)
+def total(x: Buffer((n,), "float32"), y: Buffer((1,), "float32")):
+    y[0] = float32(0.0)
+    for i in parallel(n):
+        y[0] = y[0] + x[i]
+"""
+    )
+    done = fallback_rule(func)
+    assert str(done).count("serial_block") == 2
+    a = np.random.default_rng(12).random(9, dtype=np.float32)
+    np.testing.assert_allclose(run_both(done, a), [a.sum()], rtol=1e-6)
 
 
 def test_a_kernel_written_as_plain_loops_runs_on_one_thread():

@@ -81,10 +81,45 @@ def _common_ancestors(sites) -> list[Stmt]:
     return common
 
 
+class _PerThread(StmtVisitor):
+    """Local buffers allocated inside ``threadIdx`` loops, with no ``threadIdx`` loop
+    inside the allocation: each thread has its own (kernels written as plain loops)."""
+
+    def __init__(self):
+        self.depth = 0
+        self.found: set[str] = set()
+
+    def visit_For(self, stmt: For) -> None:
+        self.depth += is_thread_loop(stmt)
+        super().visit_For(stmt)
+        self.depth -= is_thread_loop(stmt)
+
+    def visit_Allocate(self, stmt: Allocate) -> None:
+        if stmt.buffer.scope == "local" and self.depth and not _has_thread_loop(stmt.body):
+            self.found.add(stmt.buffer.name)
+        super().visit_Allocate(stmt)
+
+
+def _has_thread_loop(stmt: Stmt) -> bool:
+    found = []
+
+    class _Find(StmtVisitor):
+        def visit_For(self, loop: For) -> None:
+            if is_thread_loop(loop):
+                found.append(loop)
+            super().visit_For(loop)
+
+    _Find().visit_stmt(stmt)
+    return bool(found)
+
+
 def anchors(func: PrimFunc) -> Anchors:
-    """The anchors of the shared and local buffers of a scheduled kernel (block form)."""
+    """The anchors of the shared and local buffers of a scheduled kernel (block form;
+    in loop form, local buffers allocated per thread are private to the threads)."""
     loops: dict[str, str] = {}
-    private: set[str] = set()
+    per_thread = _PerThread()
+    per_thread.visit_stmt(func.body)
+    private: set[str] = set(per_thread.found)
     for buffer in _gpu_buffers(func):
         sites = find_sites(
             func.body,

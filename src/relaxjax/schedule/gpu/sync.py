@@ -194,31 +194,27 @@ def same_thread(a: _Access, b: _Access, threads: _Threads) -> bool:
             var, scope = pin.lane, others
         if a.indices == b.indices and _determined(a, var.name, scope):
             continue
-        relax = _known(others + a.loops + b.loops, a, b)
-        if relax is None:
-            return False
+        relax, unknown = _split_known(others + a.loops + b.loops)
         if not any(
-            not isinstance(x, PrimExpr) and not isinstance(y, PrimExpr) and apart(x, y, var, relax)
+            _comparable(x, unknown) and _comparable(y, unknown) and apart(x, y, var, relax)
             for x, y in zip(a.indices, b.indices)
         ):
             return False
     return True
 
 
-def _known(ranges, a: _Access, b: _Access):
-    """``ranges`` without the lets of unknown range that neither access's indices use;
-    None when one of them uses such a let (``x[m4]`` with ``m4 = i[0]``)."""
-    used: set[str] = set()
-    for index in a.indices + b.indices:
-        if not isinstance(index, PrimExpr):
-            used |= {s.name for s in arith.free_symbols(index)}
-    kept = []
-    for r in ranges:
-        if None not in (r[1], r[2]):
-            kept.append(r)
-        elif r[0].name in used:
-            return None
-    return tuple(kept)
+def _split_known(ranges) -> tuple[tuple[LoopRange, ...], set[str]]:
+    """The ranges with a known extent, and the names of the others (lets of index
+    values read from memory: ``m4 = i[0]``)."""
+    known = tuple(r for r in ranges if None not in (r[1], r[2]))
+    return known, {r[0].name for r in ranges if None in (r[1], r[2])}
+
+
+def _comparable(index, unknown: set[str]) -> bool:
+    """An index whose range analysis can bound: a dim over no let of unknown range."""
+    if isinstance(index, PrimExpr):
+        return False
+    return not any(s.name in unknown for s in arith.free_symbols(index))
 
 
 def _determined(access: _Access, name: str, threads) -> bool:

@@ -7,16 +7,16 @@ from relaxjax import arith
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.handles import LoopRV
+from relaxjax.schedule.rules.gpu.plain import is_parallel_nest, parallel_launch, serial_launch
 from relaxjax.schedule.rules.gpu.target import GpuParams
 from relaxjax.schedule.rules.patterns import root_block
 from relaxjax.schedule.schedule import Schedule
 from relaxjax.schedule.scope import instances_under
 from relaxjax.schedule.tree import Namer, flatten, names_in
-from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BufferLoad
 from relaxjax.tir.function import PrimFunc
-from relaxjax.tir.functor import StmtMutator, StmtVisitor
-from relaxjax.tir.stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt, seq
+from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.stmt import Block, BlockRealize, BufferStore, For, Stmt, seq
 
 __all__ = ["attempt", "bind_spread", "block_size", "finish", "top_chains", "wrap_unbound"]
 
@@ -93,80 +93,36 @@ def _has_effects(stmt: Stmt) -> bool:
     return bool(found)
 
 
-class _Rescope(StmtMutator):
-    def __init__(self, new: dict[str, Buffer]):
-        self.new = new
-
-    def visit_buffer(self, buffer: Buffer) -> Buffer:
-        return self.new.get(buffer.name, buffer)
-
-    def visit_buffer_def(self, buffer: Buffer) -> Buffer:
-        return self.new.get(buffer.name, buffer)
-
-
-class _Hoist(StmtMutator):
-    """Drops the allocations of temporaries of no constant size (not global) whose shape
-    uses only ``outer`` symbols, wherever they are nested; ``moved`` holds them as
-    global buffers."""
-
-    def __init__(self, outer: frozenset[str]):
-        self.outer = outer
-        self.moved: dict[str, Buffer] = {}
-
-    def visit_Allocate(self, stmt: Allocate) -> Stmt:
-        buffer = stmt.buffer
-        size = buffer.size()
-        if (
-            buffer.scope != "global"
-            and not isinstance(size, int)
-            and {s.name for s in arith.free_symbols(size)} <= self.outer
-            and self.moved.get(buffer.name, buffer).shape == buffer.shape
-        ):
-            self.moved[buffer.name] = Buffer(
-                buffer.name, buffer.shape, buffer.dtype, buffer.strides
-            )
-            return self.visit_stmt(stmt.body)
-        return super().visit_Allocate(stmt)
-
-
-def _serial_launch(body: Stmt, namer: Namer, outer: frozenset[str]) -> Stmt:
-    """``body`` run by one thread; its temporaries of no constant size (a scratch of
-    ``n`` elements, also one allocated inside a loop) move to global memory,
-    allocated around the launch: one thread runs the loops in order, so one copy
-    serves every iteration. A temporary sized by a loop variable stays (and the
-    launch is refused for it)."""
-    hoist = _Hoist(outer)
-    body = hoist.visit_stmt(body)
-    launch: Stmt = For(
-        namer.fresh_sym("serial_block"), 0, 1, "thread_binding", body, thread_tag="blockIdx.x"
-    )
-    for buffer in reversed(list(hoist.moved.values())):
-        launch = Allocate(buffer, launch)
-    return _Rescope(hoist.moved).visit_stmt(launch) if hoist.moved else launch
-
-
 def _is_launch(stmt: Stmt) -> bool:
     return isinstance(stmt, For) and stmt.kind == "thread_binding"
 
 
-def wrap_unbound(func: PrimFunc) -> PrimFunc:
+def wrap_unbound(func: PrimFunc, threads: int | None = None) -> PrimFunc:
     """``func`` with every top-level statement that is not thread-bound run by one
     thread (``for u in thread_binding(1, thread="blockIdx.x")``): correct, serial. A
-    kernel without a root block (written as plain loops) runs on one thread whole."""
+    kernel without a root block (written as plain loops) runs statement by statement:
+    a ``parallel`` loop as a thread per iteration when ``threads`` (per block) is
+    given, anything else on one thread (:mod:`.plain`)."""
     root = func.body
     namer = Namer(names_in(func))
     outer = frozenset(s.name for s in func.symbols())
     if not (isinstance(root, BlockRealize) and not root.block.iter_vars):
         if _has_launch(root) or not _has_effects(root):
             return func
-        return func.with_body(_serial_launch(root, namer, outer))
+        stmts = [
+            parallel_launch(stmt, namer, outer, threads)
+            if threads is not None and is_parallel_nest(stmt, outer)
+            else serial_launch(stmt, namer, outer)
+            for stmt in flatten(root)
+        ]
+        return func.with_body(seq(*stmts))
     stmts = []
     changed = False
     for stmt in flatten(root.block.body):
         if _is_launch(stmt) or not _has_effects(stmt):
             stmts.append(stmt)
             continue
-        stmts.append(_serial_launch(stmt, namer, outer))
+        stmts.append(serial_launch(stmt, namer, outer))
         changed = True
     if not changed:
         return func
@@ -198,8 +154,17 @@ def _has_launch(stmt: Stmt) -> bool:
 
 
 def finish(sch: Schedule, params: GpuParams) -> PrimFunc:
-    """The scheduled kernel as GPU launches (what is left unbound runs on one thread)."""
-    return finish_gpu(wrap_unbound(sch.func), params.limits)
+    """The scheduled kernel as GPU launches (what is left unbound runs on one thread;
+    the ``parallel`` loops of a kernel written as plain loops on a thread each, unless
+    the launch checks refuse that, then on one thread too)."""
+    spread = wrap_unbound(sch.func, params.loop_threads)
+    serial = wrap_unbound(sch.func)
+    if spread is serial or str(spread) == str(serial):
+        return finish_gpu(serial, params.limits)
+    try:
+        return finish_gpu(spread, params.limits)
+    except ScheduleError:
+        return finish_gpu(serial, params.limits)
 
 
 def attempt(sch: Schedule, step) -> Schedule | None:

@@ -28,7 +28,9 @@ class GpuParams:
     steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
     accumulators per thread, and the matrix-vector schedule for at most ``gemv_rows``
     rows; a reduction of everything to one value runs on ``partial_blocks`` blocks,
-    then one; ``limits``: what a launch may use.
+    then one; the ``parallel`` loops of kernels written as plain loops (a sort per
+    row) run a thread per iteration in blocks of ``loop_threads``; ``limits``: what a
+    launch may use.
     """
 
     threads: int = 256
@@ -41,6 +43,7 @@ class GpuParams:
     matmul_step: int = 16
     gemv_rows: int = 4
     partial_blocks: int = 128
+    loop_threads: int = 64
     limits: GpuLimits = field(default=DEFAULT_LIMITS)
 
     def lanes(self, dtype: str) -> int:
