@@ -159,6 +159,21 @@ def test_the_fallback_reduces_each_row_of_a_lone_reduction_over_threads():
         np.testing.assert_array_equal(got_c, a.max(0))
 
 
+def test_the_fallback_reduces_short_rows_in_one_thread_each():
+    # Rows of 8 (attention scores over a head): a thread per row, not a warp with idle lanes.
+    x = te.placeholder((n, 8), "float32", "x")
+    k, k2 = te.reduce_axis(8, "k"), te.reduce_axis(n, "k2")
+    r = te.compute((n,), lambda i: te.sum(x[i, k], axis=k), name="r")
+    c = te.compute((8,), lambda j: te.max(x[k2, j], axis=k2), name="c")
+    done = fallback_rule(te.create_prim_func([x, r, c], name="both"), GpuParams(threads=64))
+    text = str(done)
+    assert "shfl_xor(r_red[()]" not in text and "shfl_xor(c_red[()]" in text
+    a = np.random.default_rng(13).random((70, 8), dtype=np.float32)
+    got_r, got_c = run_both(done, a)
+    np.testing.assert_allclose(got_r, a.sum(1), rtol=1e-5)
+    np.testing.assert_array_equal(got_c, a.max(0))
+
+
 def test_a_scratch_allocated_in_a_loop_moves_to_global_memory():
     func = tir.parse_prim_func(
         """

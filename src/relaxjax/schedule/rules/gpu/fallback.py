@@ -9,8 +9,9 @@ For each top-level loop nest, the longest prefix of its perfectly nested loops t
         for j in range(37):  ->      for i_j_fused_1 in thread_binding(222, thread="threadIdx.x"):
             with block("B"): ...         with block("B"): ...  # guarded: < n * 37
 
-A nest of one reduction over rows (``+ * min max``) gets the reduction rule's schedule
-on its own (a block or a warp per row, the threads reducing together). Loops inside
+A nest of one reduction over rows (``+ * min max``) of at least a warp's length (or
+of symbolic length) gets the reduction rule's schedule on its own (a block or a warp
+per row, the threads reducing together). Loops inside
 the spread prefix (a reduction such as an argmax, a scan) run in order in each
 thread; a nest with no independent outer loop, or a statement outside loops, runs on
 one thread.
@@ -55,6 +56,8 @@ def _rows(sch: Schedule, chain, params) -> Schedule | None:
     length: arith.Dim = 1
     for loop in chain[rows:]:
         length = length * sch.get_loop_node(loop).extent
+    if isinstance(length, int) and length < params.warp:
+        return None  # a short row: a thread per row (the spread below) keeps lanes busy
 
     def step(trial: Schedule) -> None:
         row, threads = bind_rows(trial, block.name, rows, length, params)
