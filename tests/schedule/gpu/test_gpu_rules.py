@@ -4,6 +4,8 @@ same results in the interpreter over random symbol values with remainders."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from gpu_kernels import matmul_func, run_both
@@ -298,28 +300,33 @@ def test_matmul_rule_tiles_shared_memory_and_registers():
     text = str(func)
     assert text.startswith("@prim_func") and "    if n <= 4:" in text  # decode variant
     for line in (
-        'with allocate((64, 16), "float32", scope="shared") as A_shared:',
-        'with allocate((16, 64), "float32", scope="shared") as B_shared:',
+        'with allocate((2, 64, 16), "float32", scope="shared") as A_shared:',  # two stages
+        'with allocate((2, 16, 64), "float32", scope="shared") as B_shared:',
         'with allocate((4, 4), "float32", scope="local") as C_local:',
         "for i_2 in unrolled(4):",
+        "if k_0 + 1 < (K + 15) // 16:",  # the next step's tiles load during this one's
     ):
         assert line in text
+    # Double buffered: a barrier after the first tiles, then one per step.
     assert text.count("evaluate(syncthreads())") == 2
+    step = text.split("for k_0 in range((K + 15) // 16):\n")[1]
+    assert step.count("syncthreads") == 1 and "A_shared[k_0 % 2, " in step
     # Zero-padded tiles: the multiply-add runs unguarded, the copies pad.
     inner = text.split("for j_2 in unrolled(4):\n")[1].lstrip()
     assert inner.startswith("C_local[i_2, j_2] = C_local[i_2, j_2] + A_shared[")
     assert "A_shared[" in text and "= if_then_else(" in text
     rng = np.random.default_rng(7)
-    for rows, depth, cols in ((3, 9, 5), (65, 3, 2)):
+    for rows, depth, cols in ((3, 9, 5), (65, 3, 2), (9, 0, 3)):  # no steps: zeros
         a = rng.random((rows, depth), dtype=np.float32)
         b = rng.random((depth, cols), dtype=np.float32)
         np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5)
 
 
 @settings(max_examples=8)
-@given(st.integers(1, 40), st.integers(1, 20), st.integers(1, 40))
-def test_matmul_tiles_match_over_sizes_with_remainders(rows, depth, cols):
-    func = matmul_rule(matmul_func(), SMALL_TILES)
+@given(st.integers(1, 40), st.integers(1, 20), st.integers(1, 40), st.booleans())
+def test_matmul_tiles_match_over_sizes_with_remainders(rows, depth, cols, double):
+    func = matmul_rule(matmul_func(), replace(SMALL_TILES, double_buffer=double))
+    assert ("A_shared[k_0 % 2, " in str(func)) == double
     rng = np.random.default_rng(rows * 10000 + depth * 100 + cols)
     a = rng.random((rows, depth), dtype=np.float32)
     b = rng.random((depth, cols), dtype=np.float32)

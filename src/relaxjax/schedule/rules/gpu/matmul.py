@@ -19,7 +19,9 @@ thread multiplies its rows of one slice by its columns of the other::
                 C[...] = C_local[...]                        # the 4 x 4 tile
 
 The tiles are zero-padded at the edges (a shared copy stores zero where the operand
-ends), so the multiply-add loop runs without guards for any size.
+ends), so the multiply-add loop runs without guards for any size. They are double
+buffered (``double_buffer``): the next step's slices load while the threads multiply
+the current ones, one barrier per step.
 
 Products with few rows (``m <= gemv_rows``, known or tested at run time) read each
 element of the matrix once: a thread per output element, along the contiguous axis
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from relaxjax import arith
 from relaxjax.schedule.rules.gpu.common import bind_spread, finish
+from relaxjax.schedule.rules.gpu.double_buffer import double_buffer
 from relaxjax.schedule.rules.gpu.reduction import reduction_rule
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
 from relaxjax.schedule.rules.patterns import MatmulMatch, match_matmul
@@ -89,7 +92,8 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
     for loop in (k1, i2, j2):
         sch.unroll(loop)
     tiles = {f"{name}_shared" for name in operands}
-    return _unguarded(finish(sch, params), tiles, {f"{match.output.name}_local"})
+    done = _unguarded(finish(sch, params), tiles, {f"{match.output.name}_local"})
+    return double_buffer(done, tiles, params.limits) if params.double_buffer else done
 
 
 class _Unguard(StmtMutator):

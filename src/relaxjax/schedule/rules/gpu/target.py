@@ -26,8 +26,9 @@ class GpuParams:
     is reduced by one warp, which the rules do for rows of at most ``short_row``
     elements; matrix products: ``matmul_tile`` x ``matmul_tile`` tiles per block in
     steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
-    accumulators per thread, and the matrix-vector schedule for at most ``gemv_rows``
-    rows; a reduction of everything to one value runs on ``partial_blocks`` blocks,
+    accumulators per thread, the tiles double buffered unless ``double_buffer`` is
+    False, and the matrix-vector schedule for at most ``gemv_rows`` rows; a
+    reduction of everything to one value runs on ``partial_blocks`` blocks,
     then one; the ``parallel`` loops of kernels written as plain loops (a sort per
     row) run a thread per iteration in blocks of ``loop_threads``; ``limits``: what a
     launch may use.
@@ -41,6 +42,7 @@ class GpuParams:
     matmul_tile: int = 64
     matmul_regs: int = 4
     matmul_step: int = 16
+    double_buffer: bool = True
     gemv_rows: int = 4
     partial_blocks: int = 128
     loop_threads: int = 64
