@@ -4,6 +4,7 @@ same results in the interpreter over random symbol values with remainders."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -302,7 +303,7 @@ def test_matmul_rule_tiles_shared_memory_and_registers():
     for line in (
         'with allocate((2, 64, 16), "float32", scope="shared") as A_shared:',  # two stages
         'with allocate((2, 16, 64), "float32", scope="shared") as B_shared:',
-        'with allocate((4, 4), "float32", scope="local") as C_local:',
+        'with allocate((4, 4), "float32", scope="local") as C_local',  # _1: gemv's is C_local
         "for i_2 in unrolled(4):",
         "if k_0 + 1 < (K + 15) // 16:",  # the next step's tiles load during this one's
     ):
@@ -313,7 +314,7 @@ def test_matmul_rule_tiles_shared_memory_and_registers():
     assert step.count("syncthreads") == 1 and "A_shared[k_0 % 2, " in step
     # Zero-padded tiles: the multiply-add runs unguarded, the copies pad.
     inner = text.split("for j_2 in unrolled(4):\n")[1].lstrip()
-    assert inner.startswith("C_local[i_2, j_2] = C_local[i_2, j_2] + A_shared[")
+    assert re.match(r"(C_local\w*)\[i_2, j_2\] = \1\[i_2, j_2\] \+ A_shared\[", inner)
     assert "A_shared[" in text and "= if_then_else(" in text
     rng = np.random.default_rng(7)
     for rows, depth, cols in ((3, 9, 5), (65, 3, 2), (9, 0, 3)):  # no steps: zeros
@@ -361,12 +362,32 @@ def test_one_row_products_read_the_matrix_once(transposed):
     func = matmul_rule(te.create_prim_func([x, w, y], name="gemv"))
     text = str(func)
     assert "w_shared" not in text and "x_shared" not in text and "if n" not in text
-    # W[j, k]: the threads of a block reduce each output together; W[k, j]: a thread each.
+    # W[j, k]: the threads of a block reduce each output together; W[k, j]: a thread
+    # each, summing in a register and storing once.
     assert ("shfl_xor" in text) == transposed
+    if not transposed:
+        assert 'with allocate((1, 1), "float32", scope="local") as y_local:' in text
+        assert "y[i, j_0 * 256 + threadIdx_x] = y_local[0, 0]" in text
     rng = np.random.default_rng(9)
-    a = rng.random((1, 300), dtype=np.float32)
-    b = rng.random((70, 300) if transposed else (300, 70), dtype=np.float32)
-    np.testing.assert_allclose(run_both(func, a, b), a @ (b.T if transposed else b), rtol=1e-5)
+    for depth, cols in ((300, 70), (5, 257)) + (() if transposed else ((0, 3),)):
+        a = rng.random((1, depth), dtype=np.float32)
+        b = rng.random((cols, depth) if transposed else (depth, cols), dtype=np.float32)
+        want = a @ (b.T if transposed else b)
+        np.testing.assert_allclose(run_both(func, a, b), want, rtol=1e-5)
+
+
+def test_few_row_batched_products_put_rows_and_batches_on_the_grid():
+    b_, k_, m_ = arith.syms("b k m")
+    A = te.placeholder((b_, 3, k_), "float32", "A")
+    B = te.placeholder((b_, k_, m_), "float32", "B")
+    r = te.reduce_axis(k_, "r")
+    C = te.compute((b_, 3, m_), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
+    func = matmul_rule(te.create_prim_func([A, B, C], name="bgemv"), GpuParams(threads=32))
+    text = str(func)
+    assert 'thread_binding(3, thread="blockIdx.y")' in text and 'thread="blockIdx.z"' in text
+    rng = np.random.default_rng(14)
+    a, b = rng.random((2, 3, 9), dtype=np.float32), rng.random((2, 9, 40), dtype=np.float32)
+    np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5)
 
 
 def test_a_reduction_to_one_value_runs_on_many_blocks_then_one():

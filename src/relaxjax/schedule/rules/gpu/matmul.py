@@ -25,16 +25,16 @@ the current ones, one barrier per step.
 
 Products with few rows (``m <= gemv_rows``, known or tested at run time) read each
 element of the matrix once: a thread per output element, along the contiguous axis
-of the matrix, runs the reduction itself (``if m <= 4: <gemv> else: <tiled>`` when
-``m`` is symbolic). Other layouts and dtypes work the same (the loads follow the
-operands' indices); kernels with an epilogue or a separate init nest are left to the
-next rule.
+of the matrix, runs the reduction itself in a register, rows on ``blockIdx.y``
+(``if m <= 4: <gemv> else: <tiled>`` when ``m`` is symbolic). Other layouts and
+dtypes work the same (the loads follow the operands' indices); kernels with an
+epilogue or a separate init nest are left to the next rule.
 """
 
 from __future__ import annotations
 
 from relaxjax import arith
-from relaxjax.schedule.rules.gpu.common import bind_spread, finish
+from relaxjax.schedule.rules.gpu.common import finish
 from relaxjax.schedule.rules.gpu.double_buffer import double_buffer
 from relaxjax.schedule.rules.gpu.reduction import reduction_rule
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
@@ -156,8 +156,18 @@ def _gemv(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | N
     if _reads_along_k(match):
         return reduction_rule(func, params)
     sch = Schedule(func)
-    loops = list(sch.get_loops(sch.get_block(match.update.name)))
-    bind_spread(sch, loops[:-1], params.threads)
+    c = sch.get_block(match.update.name)
+    store = sch.cache_write(c, 0, "local")
+    loops = sch.get_loops(c)
+    batch, (i, j, k) = loops[:-3], loops[-3:]
+    outer, lanes = sch.split(j, [None, params.threads])
+    sch.reverse_compute_at(store, lanes)  # the sum in a register, stored once
+    sch.decompose_reduction(c, k)
+    if batch:
+        sch.bind(batch[0] if len(batch) == 1 else sch.fuse(*batch), "blockIdx.z")
+    sch.bind(i, "blockIdx.y")
+    sch.bind(outer, "blockIdx.x")
+    sch.bind(lanes, "threadIdx.x")
     return finish(sch, params)
 
 
