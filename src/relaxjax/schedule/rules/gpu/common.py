@@ -110,7 +110,9 @@ def wrap_unbound(func: PrimFunc, threads: int | None = None) -> PrimFunc:
         if _has_launch(root) or not _has_effects(root):
             return func
         stmts = [
-            parallel_launch(stmt, namer, outer, threads)
+            stmt
+            if not _has_effects(stmt)
+            else parallel_launch(stmt, namer, outer, threads)
             if threads is not None and is_parallel_nest(stmt, outer)
             else serial_launch(stmt, namer, outer)
             for stmt in flatten(root)
