@@ -4,7 +4,7 @@ blocks and threads, and single-thread launches for what cannot be spread."""
 from __future__ import annotations
 
 from relaxjax import arith
-from relaxjax.errors import ScheduleError
+from relaxjax.errors import ScheduleError, VerifyError
 from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.handles import LoopRV
 from relaxjax.schedule.rules.gpu.plain import is_parallel_nest, parallel_launch, serial_launch
@@ -159,14 +159,14 @@ def finish(sch: Schedule, params: GpuParams) -> PrimFunc:
     """The scheduled kernel as GPU launches (what is left unbound runs on one thread;
     the ``parallel`` loops of a kernel written as plain loops on a thread each, unless
     the launch checks refuse that, then on one thread too)."""
-    spread = wrap_unbound(sch.func, params.loop_threads)
     serial = wrap_unbound(sch.func)
-    if spread is serial or str(spread) == str(serial):
-        return finish_gpu(serial, params.limits)
     try:
-        return finish_gpu(spread, params.limits)
-    except ScheduleError:
-        return finish_gpu(serial, params.limits)
+        spread = wrap_unbound(sch.func, params.loop_threads)
+        if str(spread) != str(serial):
+            return finish_gpu(spread, params.limits)
+    except (ScheduleError, VerifyError):
+        pass  # the loops are not independent as the checks see them: serial launches
+    return finish_gpu(serial, params.limits)
 
 
 def attempt(sch: Schedule, step) -> Schedule | None:
