@@ -8,6 +8,20 @@ Semantics every backend implements (the reference interpreter is the executable 
   to even, ``fma(a, b, c) = a * b + c`` (fused or not);
 - ``if_then_else(cond, a, b)`` evaluates only the selected operand (unlike ``Select``,
   which evaluates both): use it to guard loads that would be out of bounds.
+
+GPU intrinsics (:data:`GPU_INTRINSICS`) synchronise the threads of a kernel; they are
+only meaningful inside a ``thread_binding`` nest over ``threadIdx`` (see
+:mod:`relaxjax.tir.simt` for their exact semantics, which the interpreter runs):
+
+- ``syncthreads()``: a barrier of the thread block (``__syncthreads``); used as a
+  statement, ``Evaluate(syncthreads())``; its value is an unused ``int32`` 0;
+- ``shfl_xor(value, lane_mask)``: the ``value`` of lane ``lane ^ lane_mask`` of the
+  same warp (``__shfl_xor_sync`` with the mask of the warp's threads);
+- ``shfl_down(value, offset)``: the ``value`` of lane ``lane + offset``, or the
+  thread's own ``value`` when that lane is past the end of the warp
+  (``__shfl_down_sync``).
+
+A warp is 32 threads of consecutive linear ids ``x + X * (y + Y * z)``.
 """
 
 from __future__ import annotations
@@ -60,4 +74,11 @@ INTRINSICS: dict[str, Intrinsic] = _table(
 # ``if_then_else(cond, a, b)``: a lazy select; its rule is special (bool, T, T -> T).
 LAZY_SELECT = "if_then_else"
 
-INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT}
+#: The barrier of a thread block (a statement: ``Evaluate(Call(SYNCTHREADS, ()))``).
+SYNCTHREADS = "syncthreads"
+#: Warp shuffles: ``(value, lane operand)`` -> the value's dtype.
+SHUFFLES: tuple[str, ...] = ("shfl_xor", "shfl_down")
+#: Intrinsics that synchronise the threads of a GPU kernel (see the module doc).
+GPU_INTRINSICS: frozenset[str] = frozenset((SYNCTHREADS, *SHUFFLES))
+
+INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT} | GPU_INTRINSICS
