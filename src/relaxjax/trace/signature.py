@@ -27,7 +27,7 @@ from relaxjax.trace.spec import (
     spec_of_value,
 )
 
-__all__ = ["Signature", "CallPlan", "FastPath", "plan_key", "static_value"]
+__all__ = ["Signature", "CallPlan", "FastPath", "check_structure", "plan_key", "static_value"]
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
@@ -164,12 +164,9 @@ class Signature:
         if declared is not None and call:
             spec_leaves, treedef = declared
             leaves, value_tree = pytree.flatten(value)
-            if value_tree != treedef:
-                raise TypeError(
-                    f"{self.name}(): argument {name!r} must have the structure {treedef} of "
-                    f"its annotation, got {value_tree}"
-                )
-            return ParamSpec(name, tuple(spec_leaves), treedef), leaves
+            check_structure(self.name, name, value_tree, treedef)
+            # the value's structure: its static fields are the ones the function sees
+            return ParamSpec(name, tuple(spec_leaves), value_tree), leaves
         leaves, treedef = pytree.flatten(value, is_leaf=_is_spec)
         paths = pytree.leaf_paths(treedef)
         convert = spec_of_argument if call else spec_of_value
@@ -178,6 +175,18 @@ class Signature:
             for leaf, path in zip(leaves, paths)
         )
         return ParamSpec(name, specs, treedef), leaves
+
+
+def check_structure(
+    func: str, name: str, value_tree: pytree.TreeDef, declared: pytree.TreeDef
+) -> None:
+    """An annotated argument must have its annotation's structure (static fields of
+    registered nodes may differ: they belong to the argument)."""
+    if not pytree.same_structure(value_tree, declared):
+        raise TypeError(
+            f"{func}(): argument {name!r} must have the structure {declared} of its "
+            f"annotation, got {value_tree}"
+        )
 
 
 def plan_key(params: Sequence[ParamSpec], statics: Sequence[tuple[str, Hashable]]) -> Hashable:

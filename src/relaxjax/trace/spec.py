@@ -128,7 +128,8 @@ def annotation_spec(
 ) -> tuple[list[StructInfo], pytree.TreeDef] | None:
     """The spec pytree an annotation declares, or None if it declares none.
 
-    A spec, or a tuple/list/dict of specs, declares one. Annotations that hold no
+    A spec, or a pytree of specs (tuples, lists, dicts, named tuples, registered
+    classes such as a dataclass of specs), declares one. Annotations that hold no
     spec (``int``, ``np.ndarray``, ...) are ignored: the parameter is specialised at
     the call. The class ``relax.Tensor`` itself, or a structure mixing specs with
     other things, is a mistake and raises ``TypeError``.
@@ -138,7 +139,9 @@ def annotation_spec(
             f"parameter {param!r}: annotated with the class {_class_name(annotation)} itself; "
             'give a spec such as relax.Tensor(("n", 4), "float32")'
         )
-    if not isinstance(annotation, (*SPEC_TYPES, tuple, list, dict)):
+    if isinstance(annotation, type) or not (
+        isinstance(annotation, SPEC_TYPES) or pytree.is_node(annotation)
+    ):
         return None
     leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
     specs = [leaf for leaf in leaves if isinstance(leaf, SPEC_TYPES)]
@@ -148,7 +151,7 @@ def annotation_spec(
         other = next(leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES))
         raise TypeError(
             f"parameter {param!r}: the annotation mixes specs with {_describe(other)}; "
-            "annotate with a spec or a tuple/list/dict of specs"
+            "annotate with a spec or a pytree (tuple, list, dict, registered class) of specs"
         )
     return leaves, treedef
 
