@@ -125,6 +125,8 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("stack", lambda m, nn, a, b: m.stack([a, b], axis=1), (x, x)),
         Case("split", lambda m, nn, a: m.split(a, [1], axis=1), (x,)),
         Case("take", lambda m, nn, a, i: m.take(a, i, axis=1), (x, ((4,), I)), 0, 3),
+        Case("gather", lambda m, nn, a, i: a[::-1, i, None], (x, ((2, 2), I)), -5, 5),
+        Case("scatter", lambda m, nn, a, i: a.at[1:, i].add(1.0), (x, ((4,), I)), -5, 5),
         Case("tril", lambda m, nn, a: m.tril(a), (x,)),
         Case("triu", lambda m, nn, a: m.triu(a, 1), (x,)),
         Case("pad", lambda m, nn, a: m.pad(a, ((1, 2), (0, 1))), (x,)),

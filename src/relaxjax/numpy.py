@@ -416,9 +416,10 @@ __all__ = [
 # own modules.
 from relaxjax._numpy_datadep import *  # noqa: E402, F403
 from relaxjax._numpy_datadep import __all__ as _datadep_names  # noqa: E402
+from relaxjax._numpy_index import getitem  # noqa: E402
 from relaxjax._numpy_reduction import *  # noqa: E402, F403
 from relaxjax._numpy_reduction import __all__ as _reduction_names  # noqa: E402
 from relaxjax._numpy_shape import *  # noqa: E402, F403
 from relaxjax._numpy_shape import __all__ as _shape_names  # noqa: E402
 
-__all__ += list(_reduction_names) + list(_shape_names) + list(_datadep_names)
+__all__ += list(_reduction_names) + list(_shape_names) + list(_datadep_names) + ["getitem"]

@@ -55,7 +55,7 @@ FAST = {"add", "gelu", "sum", "matmul", "transpose", "softmax", "layer_norm", "c
 
 
 #: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py).
-SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique"}
+SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique", "scatter"}
 
 
 def test_the_table_covers_every_op_of_the_api():
