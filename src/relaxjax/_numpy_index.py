@@ -162,7 +162,8 @@ def _array_entry(value: object, dtype: str) -> Entry:
 
 
 def expand_ellipsis(entries: list[Entry], ndim: int) -> list[Entry]:
-    """``entries`` with the ellipsis (or the missing trailing entries) as whole slices."""
+    """``entries`` with whole slices for the axes the ellipsis (or the missing trailing
+    entries) stands for; the ellipsis entry stays, indexing nothing."""
     consuming = builtins.sum(e.consumed for e in entries)
     if consuming > ndim:
         raise ShapeError(
@@ -175,7 +176,9 @@ def expand_ellipsis(entries: list[Entry], ndim: int) -> list[Entry]:
     if not ellipses:
         return entries + fill
     at = ellipses[0]
-    return entries[:at] + fill + entries[at + 1 :]
+    # the ellipsis stays as a marker: even when it stands for no axis, it separates the
+    # advanced indices around it (numpy and jax move their axes to the front)
+    return entries[: at + 1] + fill + entries[at + 1 :]
 
 
 def _slice_bound(value: object, what: str) -> Dim | None:
@@ -214,7 +217,7 @@ def advanced(x: object, entries: list[Entry]) -> Advanced:
     bool_axes: list[int] = []
     axis = 0
     for entry in entries:
-        if entry.kind == "new":
+        if entry.kind in ("new", "ellipsis"):
             resolved.append(entry)
             continue
         if entry.kind == "mask":
@@ -271,7 +274,7 @@ def _layout(
         elif entry.kind == "new":
             new_axes.append(out)
             out += 1
-        else:
+        elif entry.kind == "slice":
             kept += 1
             out += 1
     return position, tuple(new_axes)
@@ -329,6 +332,8 @@ def _basic(x, entries: Sequence[Entry]):
     axes, begin, end, step, drop, new_axes = [], [], [], [], [], []
     axis = out_position = 0
     for entry in entries:
+        if entry.kind == "ellipsis":
+            continue
         if entry.kind == "new":
             new_axes.append(out_position)
             out_position += 1
@@ -587,39 +592,42 @@ def _unique_positions(form: Advanced) -> bool:
     return len(np.unique(rows, axis=0)) == len(rows)
 
 
-def _value_info(value: object, x_dtype: str) -> StructInfo:
-    """The promotion operand of update values (Python scalars are weak; a Python int that
-    ``x``'s integer dtype cannot hold is an int64 array, as ``jnp.asarray`` makes it)."""
+def _value_info(value: object) -> StructInfo:
+    """The promotion operand of update values: Python scalars (and weak traced scalars)
+    are weakly typed, as in jax, so ``x_int32.at[0].set(2**40)`` wraps to int32."""
     if isinstance(value, Tracer):
         return PrimInfo(value.dtype, weak=True) if value._weak else value.info
     if isinstance(value, bool):
         return PrimInfo("bool", weak=True)
-    if isinstance(value, int):
-        if dtypes.is_integer(x_dtype):
-            info = np.iinfo(dtypes.to_numpy(x_dtype))
-            if not info.min <= value <= info.max:
-                return TensorInfo((), "int64")
+    if isinstance(value, int | arith.Expr):
         return PrimInfo("int64", weak=True)
     if isinstance(value, float):
         return PrimInfo("float64", weak=True)
-    if isinstance(value, arith.Expr):
-        return PrimInfo("int64", weak=True)
-    array = value if isinstance(value, np.ndarray | np.generic) else np.asarray(value)
-    return TensorInfo(np.shape(array), dtypes.canonical(array.dtype))
+    return TensorInfo(np.shape(value), dtypes.canonical(value.dtype))  # type: ignore[attr-defined]
+
+
+def _values(values: object, method: str) -> object:
+    """Update values as an operand: tracers, Python scalars, symbolic dims or arrays."""
+    if isinstance(values, Tracer | bool | int | float | arith.Expr | np.ndarray):
+        array = values
+    elif isinstance(values, np.generic) or _is_array_like(values):
+        array = np.asarray(values)
+    else:
+        raise TypeError(
+            f"x.at[key].{method}: values must be an array or a number, got "
+            f"{type(values).__name__} {values!r}"
+        )
+    if isinstance(array, np.ndarray) and dtypes_name(array.dtype) not in dtypes.DTYPES:
+        raise TypeError(
+            f"x.at[key].{method}: values of dtype {array.dtype} are not supported "
+            f"(supported: {', '.join(dtypes.DTYPES)})"
+        )
+    return array
 
 
 def _scatter(x, form: Advanced, reduction: str, values, mode: str, wrap: bool):
-    x_dtype = _dtype_of(x)
-    value_info = _value_info(values, x_dtype)
-    compute = promote_types("scatter", [TensorInfo(dtype=x_dtype), value_info])
-    if (
-        isinstance(values, int)
-        and not isinstance(values, bool)
-        and isinstance(value_info, TensorInfo)
-    ):
-        values = np.asarray(values, np.int64)
-    if not isinstance(values, Tracer | bool | int | float | arith.Expr | np.ndarray):
-        values = np.asarray(values)
+    values = _values(values, reduction)
+    compute = promote_types("scatter", [TensorInfo(dtype=_dtype_of(x)), _value_info(values)])
     if _dtype_of(values) != compute:
         values = emit("astype", (values,), AstypeAttrs(compute))
     attrs = ScatterAttrs(**form.fields, wrap=wrap, reduction=reduction, mode=mode)

@@ -222,8 +222,9 @@ def indexed_info(
     if x.shape is None or any(i.shape is None for i in indices):
         return TensorInfo(dtype=x.dtype, ndim=out_ndim)
     batch = broadcast_shapes(ctx, [i.shape for i in indices])
+    rest = [lay.kept_extent(a, x.shape[a])[2] for a in lay.kept]
     if nonempty_axes and batch is not None:
-        count = num_elements(batch)
+        count = num_elements(batch) * num_elements(rest)  # no element read: nothing to clamp
         for axis in lay.axes:
             message = (
                 f"{op_name}: cannot index axis {axis} of {info_text(x)} with "
@@ -232,7 +233,6 @@ def indexed_info(
             ctx.require(Check("le", (arith.min_(count, 1), x.shape[axis]), message))
     if batch is None:
         return TensorInfo(dtype=x.dtype, ndim=out_ndim)
-    rest = [lay.kept_extent(a, x.shape[a])[2] for a in lay.kept]
     return TensorInfo(lay.result_shape(rest, batch), x.dtype)
 
 
