@@ -224,7 +224,9 @@ def indexed_info(
     batch = broadcast_shapes(ctx, [i.shape for i in indices])
     rest = [lay.kept_extent(a, x.shape[a])[2] for a in lay.kept]
     if nonempty_axes and batch is not None:
-        count = num_elements(batch) * num_elements(rest)  # no element read: nothing to clamp
+        count = num_elements(batch)
+        if arith.compare(num_elements(rest), ">", 0) is not True:
+            count = count * num_elements(rest)  # a result without elements reads nothing
         for axis in lay.axes:
             message = (
                 f"{op_name}: cannot index axis {axis} of {info_text(x)} with "
