@@ -153,6 +153,7 @@ class Jitted:
 
     def __call__(self, *args: object, **kwargs: object) -> object:
         if TRACE_STACK:  # inside another trace: a call of this function's graph function
+            self._signature.check_inline_dims(args, kwargs)
             if self.inline:
                 return self.fn(*args, **kwargs)
             return call_traced(self._signature, self._trace, args, kwargs)

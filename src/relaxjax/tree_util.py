@@ -170,3 +170,7 @@ def tree_map(
         for i, other in enumerate(rest)
     ]
     return pytree.unflatten(treedef, [f(*args) for args in zip(leaves, *others)])
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

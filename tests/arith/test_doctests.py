@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["expr", "bounds", "compare", "subst", "parse", "codegen", "symbols"]
+MODULES = ["expr", "bounds", "compare", "subst", "parse", "codegen", "symbols", "solve"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -160,14 +160,25 @@ def test_match_cast_binds_new_symbols():
     verify(mod)
 
 
+def test_match_cast_binds_symbols_its_dims_solve():
+    x = _tensor("x", n, 4)
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        cast = bb.emit_match_cast(x, TensorInfo(("p * 2 + 1", "q * p")))
+        assert {"p", "q"} <= set(bb.symbols)
+        bb.emit_func_output(cast)
+    verify(bb.finalize())
+
+
 def test_match_cast_errors():
     x = _tensor("x", n, 4)
     bb = BlockBuilder()
     with pytest.raises(TraceError) as info, bb.function("main", [x]):
-        bb.emit_match_cast(x, TensorInfo(("p * 2", 4)))
+        bb.emit_match_cast(x, TensorInfo(("p * q", "p // 2")))
     assert info.value.message == (
-        'match_cast: symbol p in Tensor((p * 2, 4), "float32") is not defined yet and does not '
-        "appear alone as a dimension, so no value can bind it"
+        'match_cast: symbol p in Tensor((p * q, p // 2), "float32") is not defined yet and no '
+        "dim determines it, so no value can bind it (a dim determines a symbol when it is the "
+        "symbol alone or linear in it, like p * 2 + 1, once its other symbols are known)"
     )
     bb = BlockBuilder()
     with pytest.raises(ShapeError) as info, bb.function("main", [x]):
@@ -177,14 +188,23 @@ def test_match_cast_errors():
     )
 
 
-def test_parameter_symbols_must_be_bindable():
-    x = _tensor("x", n * 2)
-    with pytest.raises(TraceError) as info, BlockBuilder().function("main", [x]):
-        pass
-    assert info.value.message == (
-        'function main: symbol n in parameter x: Tensor((n * 2,), "float32") does not appear '
-        "alone as a dimension of any parameter, so no argument can bind it"
-    )
+def test_parameters_declare_every_symbol_they_mention():
+    bounded = arith.sym("n", lower=1, upper=8)
+    x, y = _tensor("x", bounded * 2), _tensor("y", n + m, k * m)
+    bb = BlockBuilder()
+    with bb.function("main", [x, y]):
+        assert {name: (s.lower, s.upper) for name, s in bb.symbols.items()} == {
+            "n": (1, 8),
+            "m": (0, None),
+            "k": (0, None),
+        }
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(Call(relu, [y])))
+        bb.emit_func_output(gv)
+    mod = bb.finalize()
+    verify(mod)
+    assert mod["main"].ret_info == TensorInfo((n + m, k * m))
+    assert structural_equal(parse_module(str(mod), OPS), mod)
 
 
 def test_scope_errors():

@@ -63,12 +63,21 @@ def test_symbol_defined_in_a_binding():
     assert isinstance(error.nodes[0], Binding)
 
 
-def test_symbol_defined_in_a_parameter():
-    x = Var("x", TensorInfo((n * 2,)))
+def test_parameters_define_every_symbol_they_mention():
+    x = Var("x", TensorInfo((n * 2, m * p + 1)))
+    lv = Var("lv", TensorInfo((n * 2, m * p + 1)))
+    q = Var("q", PrimValue(n).info)
+    blocks = [BindingBlock([Binding(lv, Call(relu, [x], None, lv.info)), Binding(q, PrimValue(n))])]
+    verify(_module([x], blocks, lv))
+    # a match_cast binds the symbols its dims determine, and no others
+    y, cast = Var("y", TensorInfo((4,))), Var("cast", TensorInfo((n * 2, m * n)))
+    verify(_module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)))
+    cast = Var("cast", TensorInfo((n * m, n // 2)))
     _fails(
-        _module([x], [], x),
-        'symbol-defined: function main, parameter x: Tensor((n * 2,), "float32"): '
-        "symbol n is used but not defined by a parameter or match_cast",
+        _module([y], [BindingBlock([MatchCast(cast, y, cast.info)])], cast, TensorInfo(ndim=2)),
+        'symbol-defined: function main, binding cast: Tensor((m * n, n // 2), "float32") = '
+        'match_cast(y, Tensor((m * n, n // 2), "float32")): '
+        "symbol m is used but not defined by a parameter or match_cast",
     )
 
 

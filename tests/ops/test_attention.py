@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import relaxjax as relax
 from relaxjax import arith
-from relaxjax._nn_attention import dot_product_attention
+from relaxjax._nn.attention import dot_product_attention
 from relaxjax.errors import ShapeError
 from relaxjax.ir import TensorInfo
 from relaxjax.ops import get

@@ -529,7 +529,7 @@ def test_tutorial_data_dependent_shapes():
 def test_docstring_examples():
     import doctest
 
-    import relaxjax._numpy_datadep as module
+    import relaxjax._numpy.datadep as module
 
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0

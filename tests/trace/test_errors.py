@@ -159,11 +159,6 @@ def test_declared_bounds_win_over_undeclared_uses_of_the_name():
         assert (symbol.lower, symbol.upper) == (1, 64)
 
 
-def test_a_symbol_no_parameter_binds_is_a_trace_error():
-    with pytest.raises(relax.TraceError, match="symbol n .* does not appear alone as a dimension"):
-        relax.eval_shape(lambda x: x, relax.Tensor(("n * 2",), "float32"))
-
-
 def test_eager_shape_errors_name_the_line():
     a, b = np.ones((2, 3), np.float32), np.ones((4, 5), np.float32)
     with pytest.raises(relax.ShapeError, match="matmul") as info:

@@ -140,3 +140,55 @@ def test_tutorial_calls_between_jitted_functions():
             lambda a: pair(a, rnp.concatenate([a, rnp.ones((1, 4), "float32")])),
             relax.Tensor(("a", 4), "float32"),
         )
+
+
+def test_tutorial_any_spec():
+    n = relax.sym("n")
+    assert str(relax.eval_shape(lambda x: x * 2, relax.Tensor((2 * n,), "float32"))) == (
+        'Tensor((n * 2,), "float32")'
+    )
+
+    @relax.jit
+    def pairs(x: relax.Tensor((2 * n,), "float32")):
+        return x.reshape(n, 2).sum(1)
+
+    np.testing.assert_array_equal(pairs(np.arange(6, dtype=np.float32)), [1.0, 5.0, 9.0])
+    assert pairs(np.arange(10, dtype=np.float32)).shape == (5,) and pairs.cache_size() == 1
+    with pytest.raises(relax.ShapeError, match="which is not n \\* 2 for any integer n >= 0"):
+        pairs(np.arange(7, dtype=np.float32))
+
+    @relax.jit
+    def blocks(x: relax.Tensor(("b", "b * h"), "float32")):
+        return x.reshape(x.shape[0], x.shape[0], -1).sum(1)
+
+    assert blocks(np.ones((2, 6), np.float32)).shape == (2, 3)
+
+    @relax.jit
+    def flat(x: relax.Tensor(("n * m", 3), "float32")):
+        return x * 2
+
+    assert str(flat.eval_shape()) == 'Tensor((m * n, 3), "float32")'
+    with pytest.raises(relax.ShapeError, match="no argument determines the symbols m, n"):
+        flat(np.ones((6, 3), np.float32))
+
+
+def test_tutorial_symbolic_scalars():
+    @relax.jit
+    def window(x: relax.Tensor(("n", 4), "float32"), m: relax.sym("m", lower=1, upper=64)):
+        return x[:m] * 2, rnp.arange(m), m * 2
+
+    assert str(relax.eval_shape(window)) == (
+        '(Tensor((min(m, n), 4), "float32"), Tensor((m,), "int64"), Tensor((), "int64"))'
+    )
+    x = np.ones((10, 4), np.float32)
+    for m in (1, 3, np.int32(8)):
+        head, iota, twice = window(x, m)
+        assert head.shape == (m, 4) and list(iota) == list(range(m)) and twice == 2 * m
+    assert window.cache_size() == 1
+    with pytest.raises(relax.ShapeError, match="m = 0 is outside its declared range"):
+        window(x, 0)
+    with pytest.raises(TypeError, match="expected a Python or numpy integer for m, got float"):
+        window(x, 2.0)
+    assert relax.eval_shape(window, relax.Tensor(("n", 4), "float32"), 5)[1] == relax.Tensor(
+        (5,), "int64"
+    )

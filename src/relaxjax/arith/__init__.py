@@ -23,6 +23,7 @@ from relaxjax.arith.compare import (
 )
 from relaxjax.arith.extremum import max_, min_
 from relaxjax.arith.parse import parse_dim
+from relaxjax.arith.solve import SolveStep, linear_in, solve_order
 from relaxjax.arith.subst import evaluate, free_symbols, subs
 from relaxjax.arith.symbols import sym, syms
 
@@ -34,6 +35,7 @@ __all__ = [
     "Min",
     "Mod",
     "Poly",
+    "SolveStep",
     "Sym",
     "as_dim",
     "bounds",
@@ -42,6 +44,7 @@ __all__ = [
     "evaluate",
     "floordiv",
     "free_symbols",
+    "linear_in",
     "max_",
     "min_",
     "mod",
@@ -53,6 +56,7 @@ __all__ = [
     "prove_lt",
     "prove_ne",
     "set_value_of_dim",
+    "solve_order",
     "subs",
     "sym",
     "syms",

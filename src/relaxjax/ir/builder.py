@@ -48,7 +48,7 @@ from relaxjax.ir.nodes import (
 )
 from relaxjax.ir.struct_info import (
     StructInfo,
-    defining_symbols,
+    determined_symbols,
     free_symbols,
     is_base_of,
     restrict_symbols,
@@ -191,18 +191,21 @@ class BlockBuilder:
         name_hint: str | None = None,
         location: SourceLocation | None = None,
     ) -> Var:
-        """Assert at run time that ``value`` matches ``info``, binding its new symbols."""
+        """Assert at run time that ``value`` matches ``info``, binding its new symbols
+        (each must be determined by a dim: ``determined_symbols``)."""
         scope = self._current("emit_match_cast")
         value = self._to_leaf(self.normalize(value, location), location)
         if not isinstance(info, StructInfo):
             raise TypeError(f"match_cast needs a StructInfo, got {info!r}")
         new = {s.name: s for s in free_symbols(info) if s.name not in scope.symbols}
-        binders = {s.name for s in defining_symbols(info)}
+        binders = {s.name for s in determined_symbols(info, scope.symbols)}
         unbindable = sorted(set(new) - binders)
         if unbindable:
             raise TraceError(
-                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and does not "
-                "appear alone as a dimension, so no value can bind it",
+                f"match_cast: symbol {unbindable[0]} in {info!r} is not defined yet and no dim "
+                "determines it, so no value can bind it (a dim determines a symbol when it is "
+                f"the symbol alone or linear in it, like {unbindable[0]} * 2 + 1, once its "
+                "other symbols are known)",
                 location=location,
             )
         if is_base_of(info, value.info) is False:
@@ -383,19 +386,19 @@ def _uses_dataflow_var(expr: Expr) -> bool:
 
 
 def _param_symbols(name: str, params: Sequence[Var]) -> dict[str, Sym]:
-    """The symbols the parameters define; raises if a parameter uses one it cannot bind."""
+    """The symbols the parameters declare: every symbol any of them mentions.
+
+    A dim need not name its symbol alone (``x: (n * 2,)``): the runtime solves the
+    symbols from the arguments' sizes (see ``runtime.solve``), and the trace needs no
+    values at all.
+    """
     for param in params:
         if not isinstance(param, Var) or isinstance(param, DataflowVar):
             raise TypeError(f"function parameters must be (non-dataflow) Vars, got {param!r}")
-    defined = {s.name: s for p in params for s in defining_symbols(p.info)}
+    defined: dict[str, Sym] = {}
     for param in params:
         for symbol in sorted(free_symbols(param.info), key=lambda s: s.name):
-            if symbol.name not in defined:
-                raise TraceError(
-                    f"function {name}: symbol {symbol.name} in parameter {param.name_hint}: "
-                    f"{param.info!r} does not appear alone as a dimension of any parameter, "
-                    "so no argument can bind it"
-                )
+            defined.setdefault(symbol.name, symbol)
     return defined
 
 

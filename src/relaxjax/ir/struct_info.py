@@ -388,6 +388,14 @@ def defining_symbols(info: StructInfo) -> frozenset[Sym]:
     return frozenset(d for d in info_dims(info) if isinstance(d, Sym))
 
 
+def determined_symbols(info: StructInfo, known: Iterable[str] = ()) -> frozenset[Sym]:
+    """The symbols a value of ``info`` determines, given the symbols named ``known``: those
+    standing alone as a dim, and those its dims solve for once others are known
+    (``n * 2 + 1``, ``n * m`` once ``m`` is; see :func:`arith.solve_order`)."""
+    steps, _ = arith.solve_order(info_dims(info), frozenset(known))
+    return frozenset(step.symbol for step in steps)
+
+
 def map_dims(info: StructInfo, fn) -> StructInfo:
     """``info`` with every dim and scalar value replaced by ``fn(dim)``."""
     if isinstance(info, TensorInfo):
@@ -433,3 +441,10 @@ def restrict_symbols(info: StructInfo, defined: Iterable[Sym]) -> StructInfo:
     if isinstance(info, TupleInfo):
         return TupleInfo(restrict_symbols(f, defined) for f in info.fields)
     return info
+
+
+def is_dim_value(info: StructInfo) -> bool:
+    """A scalar that *is* a dim: ``PrimInfo("int64", value=m)``, the parameter a symbolic
+    scalar (``m: relax.sym("m")``) becomes. A traced function sees the dim itself; the
+    runtime takes any Python or numpy integer for it."""
+    return isinstance(info, PrimInfo) and info.dtype == "int64" and info.value is not None

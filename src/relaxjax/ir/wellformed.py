@@ -2,9 +2,10 @@
 
 Rules (the name starts the message, followed by the function and the binding):
 
-- ``symbol-defined``: every symbol is defined before use, by a parameter dim or a
-  ``match_cast`` dim that is exactly that symbol (also the symbols of a symbolic upper
-  bound, ``k <= n * 4``, when ``k`` is defined).
+- ``symbol-defined``: every symbol is defined before use, by a parameter (every symbol
+  a parameter's info mentions, whatever the expression) or a ``match_cast`` dim that
+  determines it (the symbol alone, or linear in it once its other symbols are known;
+  also the symbols of a symbolic upper bound, ``k <= n * 4``, when ``k`` is defined).
 - ``var-bound-once``: no var is defined twice (as a parameter or by a binding).
 - ``var-defined``: every var is defined before it is used.
 - ``dataflow-scope``: dataflow vars are bound only in dataflow blocks and not used after
@@ -50,7 +51,7 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.printer import Printer
-from relaxjax.ir.struct_info import StructInfo, defining_symbols, free_symbols, is_base_of
+from relaxjax.ir.struct_info import StructInfo, determined_symbols, free_symbols, is_base_of
 
 
 def verify(mod: IRModule) -> None:
@@ -84,11 +85,8 @@ class _FunctionChecker:
         for param in self.func.params:
             self.define_var(param)
         for param in self.func.params:
-            self.symbols |= {s.name for s in defining_symbols(param.info)}
+            self.symbols |= {s.name for s in free_symbols(param.info)}
         param_symbols = set(self.symbols)
-        for param in self.func.params:
-            self.where = f"parameter {self.printer.namer(param)}: {param.info!r}"
-            self.use_symbols(free_symbols(param.info))
         for block in self.func.body.blocks:
             self.block(block)
         body = self.func.body.body
@@ -148,7 +146,8 @@ class _FunctionChecker:
     def match_cast(self, binding: MatchCast) -> None:
         self.operand(binding.value)
         new = {s.name for s in free_symbols(binding.info)} - self.symbols
-        defined = [s for s in defining_symbols(binding.info) if s.name in new]
+        determined = determined_symbols(binding.info, self.symbols)
+        defined = [s for s in determined if s.name in new]
         for symbol in defined:  # a symbolic bound (k <= n * 4) uses symbols defined before
             if not isinstance(symbol.upper, arith.Expr):
                 continue

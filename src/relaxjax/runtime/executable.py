@@ -20,10 +20,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from relaxjax import backends
-from relaxjax.errors import LoweringError
+from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Function, IRModule
 from relaxjax.passes import default_pipeline, is_op_call
 from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
+from relaxjax.runtime.arguments import undetermined_symbols
 from relaxjax.runtime.calls import write_callee
 from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
 from relaxjax.tir import interpreter
@@ -166,6 +167,16 @@ def _compile(kernels: Mapping[str, object], target: str) -> dict[str, object]:
     return dict(built)
 
 
+def _raising(error: ShapeError) -> Callable[..., tuple]:
+    """The call path of a function no arguments can run: it raises ``error``."""
+
+    def run(*args: object) -> tuple:
+        raise ShapeError(error.message)
+
+    run.__source__ = f"# every call raises:\n# ShapeError: {error.message}\n"  # type: ignore[attr-defined]
+    return run
+
+
 def build_executable(
     mod: IRModule, target: str = "llvm", entry: str | None = None, library: bool = True
 ) -> Executable:
@@ -180,6 +191,10 @@ def build_executable(
     """
     if target not in TARGETS:
         raise LoweringError(f"the runtime supports target(s) {', '.join(TARGETS)}, got {target!r}")
+    declared = entry_function(mod, entry)
+    problem = undetermined_symbols(declared.name, declared.params)
+    if problem is not None:  # no call can bind some symbol: every call says so
+        return Executable.create(mod, declared, {}, _raising(problem))
     if _needs_legalisation(mod):
         native = target == "llvm"
         mod = default_pipeline("llvm", library=library and native)(mod)

@@ -16,10 +16,16 @@ from relaxjax.errors import ShapeError
 from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo, format_dims
 from relaxjax.runtime.env import BindingSite
 
+#: The range of the int64 values kernels take for symbols.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 __all__ = [
     "dim_mismatch",
     "expected_text",
     "failed_check",
+    "no_solution",
+    "zero_coefficient",
+    "range_text",
     "rank_mismatch",
     "shape_text",
     "symbol_out_of_range",
@@ -96,11 +102,79 @@ def dim_mismatch(
     return ShapeError(f"{what} axis {axis}: expected {expected} = {value} ({origins}), got {got}")
 
 
+def range_text(symbol: Sym) -> str:
+    """The values a symbol may take: ``n >= 0``, ``1 <= n <= 8``, ``n <= 8``, ``n``."""
+    name, lower, upper = symbol.name, symbol.lower, symbol.upper
+    if lower is not None and upper is not None:
+        return f"{lower} <= {name} <= {upper}"
+    if lower is not None:
+        return f"{name} >= {lower}"
+    return name if upper is None else f"{name} <= {upper}"
+
+
+def no_solution(
+    where: str,
+    dim: Dim,
+    symbol: Sym,
+    got: int,
+    env: Mapping[str, int],
+    sites: Mapping[str, BindingSite],
+) -> ShapeError:
+    """A size that fits no value of the symbol it determines::
+
+    argument 'x' axis 0: expected n * 2, got 7, which is not n * 2 for any integer n >= 0
+    argument 'x' axis 0: expected m + n, got 2, which is not m + n for any integer n >= 0
+    given m = 5 (bound by argument 'y' axis 0)
+    """
+    if not INT64_MIN <= got <= INT64_MAX:
+        return ShapeError(f"{where}: expected {dim}, got {got}, which does not fit in int64")
+    text = f"{where}: expected {dim}, got {got}, which is not {dim} for any integer "
+    text += range_text(symbol)
+    others = sorted(s.name for s in arith.free_symbols(dim) if s.name != symbol.name)
+    if others:
+        given = ", ".join(f"{s} = {env[s]}" for s in others)
+        origins = "; ".join(f"{s} bound by {sites[s].where}" for s in others if s in sites)
+        text += f" given {given}" + (f" ({origins})" if origins else "")
+    return ShapeError(text)
+
+
+def zero_coefficient(
+    where: str,
+    dim: Dim,
+    symbol: Sym,
+    coeff: Dim,
+    got: int,
+    env: Mapping[str, int],
+    sites: Mapping[str, BindingSite],
+) -> ShapeError:
+    """A dim ``coeff * n + b`` whose coefficient is 0 at this call::
+
+    argument 'x' axis 1: m * n cannot determine m when n = 0 (bound by argument 'x'
+    axis 0); give m a dim of its own or make it a symbolic scalar parameter
+
+    (or, when the size is not ``b`` either, :func:`no_solution`).
+    """
+    if got != arith.evaluate(dim - coeff * symbol, env):
+        return no_solution(where, dim, symbol, got, env, sites)
+    if isinstance(coeff, Sym):
+        site = sites.get(coeff.name)
+        given = f" (bound by {site.where})" if site is not None else ""
+    else:
+        names = sorted(s.name for s in arith.free_symbols(coeff))
+        given = f" ({', '.join(_symbol_origin(name, env, sites) for name in names)})"
+    return ShapeError(
+        f"{where}: {dim} cannot determine {symbol.name} when {coeff} = 0{given}; give "
+        f"{symbol.name} a dim of its own or make it a symbolic scalar parameter"
+    )
+
+
 def symbol_out_of_range(
     symbol: Sym, value: int, where: str, upper_value: int | None = None
 ) -> ShapeError:
-    """A symbol's value outside its declared bounds; ``upper_value`` is the value of a
-    symbolic upper bound (``0 <= k <= n * 4 = 12``)."""
+    """A symbol's value outside its declared bounds (or outside int64); ``upper_value`` is
+    the value of a symbolic upper bound (``0 <= k <= n * 4 = 12``)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        return ShapeError(f"{where}: {symbol.name} = {value} does not fit in int64")
     upper = "" if symbol.upper is None else f" <= {symbol.upper}"
     if isinstance(symbol.upper, arith.Expr) and upper_value is not None:
         upper += f" = {upper_value}"

@@ -75,6 +75,7 @@ from relaxjax.ir import (
 )
 from relaxjax.ir.calls import match_call
 from relaxjax.passes.legalize import LegalizedAttrs
+from relaxjax.passes.walk import used_vars
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
 from relaxjax.runtime.env import SymbolTable
@@ -90,6 +91,7 @@ from relaxjax.runtime.shapes import (
     original_tensors,
     tensor_leaves,
 )
+from relaxjax.runtime.solve import SizeFact, emit_solution, plan_solutions
 from relaxjax.runtime.source import SourceWriter
 from relaxjax.runtime.values import Storage, Value
 
@@ -196,7 +198,14 @@ class ProgramWriter:
     def _emit_params(self) -> list[str]:
         """Phase 1: check the arguments and bind the symbols; returns the parameter names."""
         params = [f"a{i}" for i in range(len(self.function.params))]
-        values = emit_arguments(self.writer, self.function.params, params, self.symbols)
+        values = emit_arguments(
+            self.writer,
+            self.function.params,
+            params,
+            self.symbols,
+            self.function.name,
+            _used_vars(self.function),
+        )
         for param, value in zip(self.function.params, values):
             self.values[param] = value
         return params
@@ -444,17 +453,10 @@ class ProgramWriter:
             )
         if info.shape is None:
             return value.with_shape(info, value.shape)
-        shape: list[str] = []
-        checks: list[tuple[int, Dim]] = []
-        for axis, dim in enumerate(info.shape):
-            if isinstance(dim, Sym) and dim not in self.symbols:
-                local = self.symbols.bind(dim, f"{origin} axis {axis}")
-                self.writer.line(f"{local} = {value.shape[axis]}")
-                self._emit_range(dim, local, f"{origin} axis {axis}", True)
-            else:
-                checks.append((axis, dim))
-        for axis, dim in checks:
-            self._emit_match_check(value.shape[axis], dim, origin, axis, binding.location)
+        facts = [
+            SizeFact(0, axis, dim, f"{origin} axis {axis}") for axis, dim in enumerate(info.shape)
+        ]
+        self._match_facts(facts, list(value.shape), binding.location, where)
         shape = [self.symbols.code(d, where) for d in info.shape]
         return value.with_shape(info, tuple(shape))
 
@@ -463,12 +465,8 @@ class ProgramWriter:
     ) -> Value:
         if info.value is not None:
             self.read_data([value])  # e.g. a count a kernel computed: after its segment
-        if isinstance(info.value, Sym) and info.value not in self.symbols:
-            local = self.symbols.bind(info.value, origin)
-            self.writer.line(f"{local} = int({value.ref})")
-            self._emit_range(info.value, local, origin, False)
-        elif info.value is not None:
-            self._emit_match_check(f"int({value.ref})", info.value, origin, None, location)
+            facts = [SizeFact(0, None, info.value, origin)]
+            self._match_facts(facts, [f"int({value.ref})"], location, origin)
         return value
 
     def _emit_range(self, symbol: Sym, local: str, where: str, from_shape: bool) -> None:
@@ -477,20 +475,47 @@ class ProgramWriter:
         code = functools.partial(self.symbols.code, what=f"the upper bound of {symbol.name}")
         emit_range_check(self.writer, symbol, local, where, from_shape, code)
 
+    def _match_facts(
+        self,
+        facts: Sequence[SizeFact],
+        sizes: Sequence[str],
+        location: SourceLocation | None,
+        where: str,
+    ) -> None:
+        """Bind what a match_cast's dims determine (a symbol alone at its first axis, then
+        the planned solutions), then check every other dim."""
+        pending = []
+        for fact, size in zip(facts, sizes):
+            dim = fact.dim
+            if isinstance(dim, Sym) and dim not in self.symbols:
+                local = self.symbols.bind(dim, fact.where)
+                self.writer.line(f"{local} = {size}")
+                self._emit_range(dim, local, fact.where, fact.from_shape)
+            else:
+                pending.append((fact, size))
+        size_of = {id(fact): size for fact, size in pending}
+        plan = plan_solutions([fact for fact, _ in pending], self.symbols.names())
+        if plan.undetermined:
+            names = ", ".join(s.name for s in plan.undetermined)
+            raise LoweringError(f"{where}: no dim of the match_cast determines {names}")
+        for solution in plan.solutions:
+            emit_solution(self.writer, self.symbols, solution, size_of[id(solution.fact)], location)
+        for fact in plan.checks:
+            self._emit_match_check(size_of[id(fact)], fact.dim, fact.where, location)
+
     def _emit_match_check(
-        self, got: str, dim: Dim, origin: str, axis: int | None, location: SourceLocation | None
+        self, got: str, dim: Dim, where: str, location: SourceLocation | None
     ) -> None:
         names = self.symbols.names()
         sites = {name: self.symbols.site(name) for name in names}
 
         def mismatch(value: int, env_values: tuple) -> ShapeError:
             env = dict(zip(names, env_values))
-            error = messages.dim_mismatch(origin, axis or 0, dim, value, env, sites)
-            text = error.message if axis is not None else error.message.replace(" axis 0", "", 1)
-            return ShapeError(text, location=location)
+            error = messages.dim_mismatch(where, 0, dim, value, env, sites)
+            return ShapeError(error.message.replace(" axis 0:", ":", 1), location=location)
 
         helper = self.writer.constant(mismatch, "mismatch")
-        self.writer.line(f"if {got} != {self.symbols.code(dim, origin)}:")
+        self.writer.line(f"if {got} != {self.symbols.code(dim, where)}:")
         self.writer.line(f"raise {helper}({got}, {self.symbols.env_code()})", 2)
 
     def _add_launch(
@@ -672,6 +697,15 @@ class ProgramWriter:
             else:  # an argument or a constant returned as is: the caller gets a copy
                 refs.append(f"{current.ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
+
+
+def _used_vars(function: Function) -> set[Var]:
+    """The variables the function's bindings and return value read."""
+    used = set(used_vars(function.body.body))
+    for block in function.body.blocks:
+        for binding in block.bindings:
+            used.update(used_vars(binding.value))
+    return used
 
 
 def _restructure(info: StructInfo, leaves) -> object:

@@ -34,6 +34,7 @@ from relaxjax.ir import (
     Tuple,
     TupleInfo,
     Var,
+    is_dim_value,
 )
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, tracing
@@ -145,12 +146,17 @@ def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
 def _param_values(
     state: TraceState, params: Sequence[ParamSpec], param_vars: Sequence[Var]
 ) -> dict[str, object]:
+    """Each parameter's Python value: tracers, except that a symbolic scalar parameter
+    is its dim itself (``m``), so that ``rnp.zeros((m, 4))`` and ``m * 2`` are shapes."""
     values: dict[str, object] = {}
     position = 0
     for param in params:
         count = len(param.leaves)
-        tracers = [Tracer(var, state) for var in param_vars[position : position + count]]
-        values[param.name] = pytree.unflatten(param.treedef, tracers)
+        leaves = [
+            var.info.value if is_dim_value(var.info) else Tracer(var, state)  # type: ignore[union-attr]
+            for var in param_vars[position : position + count]
+        ]
+        values[param.name] = pytree.unflatten(param.treedef, leaves)
         position += count
     return values
 

@@ -22,7 +22,7 @@ from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
 from relaxjax.trace.context import current
 from relaxjax.trace.source import user_location
-from relaxjax.trace.spec import spec_of_value, unify_symbols
+from relaxjax.trace.spec import spec_of_value, unify_symbols, within_bounds
 from relaxjax.trace.tracer import Tracer, as_operand, bind_match_cast, check_trace
 
 __all__ = ["match_cast"]
@@ -82,12 +82,29 @@ def _match_array(x: object, spec: StructInfo) -> object:
 
 
 def _match_dims(spec: TensorInfo, shape: tuple[int, ...]) -> None:
+    """Bind the symbols the sizes determine (as the compiled match_cast does), then
+    compare every dim that can be evaluated."""
+    dims = spec.shape
     env: dict[str, int] = {}
-    for axis, (dim, size) in enumerate(zip(spec.shape, shape)):  # type: ignore[arg-type]
+    for axis, (dim, size) in enumerate(zip(dims, shape)):  # type: ignore[arg-type]
         if isinstance(dim, arith.Sym) and dim.name not in env:
             _check_bounds(dim, size, axis)
             env[dim.name] = size
-    for axis, (dim, size) in enumerate(zip(spec.shape, shape)):  # type: ignore[arg-type]
+    steps, _ = arith.solve_order(dims, env)  # type: ignore[arg-type]
+    for step in steps:
+        size = shape[step.index]
+        coeff = arith.evaluate(step.coeff, env)
+        remainder = size - arith.evaluate(step.rest, env)
+        value = remainder // coeff if coeff else None
+        symbol = step.symbol
+        if value is None or value * coeff != remainder or not within_bounds(symbol, value):
+            raise ShapeError(
+                f"match_cast: axis {step.index} of {spec!r}: expected "
+                f"{dims[step.index]}, got {size} (shape {shape}), which fits no value of "  # type: ignore[index]
+                f"{symbol.name} within its bounds"
+            )
+        env[symbol.name] = value
+    for axis, (dim, size) in enumerate(zip(dims, shape)):  # type: ignore[arg-type]
         try:
             expected = arith.evaluate(dim, env)
         except KeyError:
@@ -100,9 +117,8 @@ def _match_dims(spec: TensorInfo, shape: tuple[int, ...]) -> None:
 
 
 def _check_bounds(symbol: arith.Sym, size: int, axis: int) -> None:
-    low, high = symbol.lower, symbol.upper
-    if (low is not None and size < low) or (high is not None and size > high):
+    if not within_bounds(symbol, size):
         raise ShapeError(
             f"match_cast: axis {axis}: {symbol.name} = {size} is outside its declared bounds "
-            f"[{low}, {'inf' if high is None else high}]"
+            f"[{symbol.lower}, {'inf' if symbol.upper is None else symbol.upper}]"
         )

@@ -30,7 +30,7 @@ class ArrayMethods:
     __slots__ = ()
 
     def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy_index import getitem  # the wrappers sit on top of emit
+        from relaxjax._numpy.index import getitem  # the wrappers sit on top of emit
 
         return getitem(self, key)
 
@@ -38,8 +38,8 @@ class ArrayMethods:
     def at(self) -> object:
         """jax's functional updates: ``x.at[key].set(v)``, ``.add``, ``.subtract``,
         ``.multiply``, ``.divide``, ``.power``, ``.min``, ``.max``, ``.apply`` and ``.get``
-        (see :class:`relaxjax._numpy_index.IndexUpdateRef`)."""
-        from relaxjax._numpy_index import IndexUpdateHelper
+        (see :class:`relaxjax._numpy.index.IndexUpdateRef`)."""
+        from relaxjax._numpy.index import IndexUpdateHelper
 
         return IndexUpdateHelper(self)
 

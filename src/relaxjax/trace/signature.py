@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relaxjax.ir import StructInfo, free_symbols
+from relaxjax import arith
+from relaxjax.ir import StructInfo, free_symbols, is_dim_value
 from relaxjax.trace import pytree
 from relaxjax.trace.spec import (
     SPEC_TYPES,
     ParamSpec,
     annotation_spec,
+    dim_spec_of_value,
     spec_of_argument,
     spec_of_value,
 )
@@ -140,6 +142,27 @@ class Signature:
                 )
         return self._plan(arguments, call=False)
 
+    def check_inline_dims(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        """Inside another trace (inlined or called), a symbolic scalar
+        parameter takes an int or a symbolic dim, never a traced tensor: its value must
+        be a shape."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError:
+            return  # the Python call reports it
+        for name, value in bound.arguments.items():
+            declared = self.annotations.get(name)
+            if declared is None or declared[1] is not pytree.LEAF:
+                continue
+            if not is_dim_value(declared[0][0]) or _is_dim_argument(value):
+                continue
+            raise TypeError(
+                f"{self.name}(): argument {name!r} is the symbolic dim "
+                f"{declared[0][0].value}: inside a traced function pass an int or a symbolic "  # type: ignore[union-attr]
+                f"dim (such as x.shape[0]), got {type(value).__name__}; a value computed at "
+                "run time cannot be a shape"
+            )
+
     def _plan(self, arguments: Mapping[str, object], call: bool) -> CallPlan:
         params: list[ParamSpec] = []
         statics: list[tuple[str, Hashable]] = []
@@ -170,9 +193,15 @@ class Signature:
         leaves, treedef = pytree.flatten(value, is_leaf=_is_spec)
         paths = pytree.leaf_paths(treedef)
         convert = spec_of_argument if call else spec_of_value
+        # eval_shape/lower: a symbolic scalar's annotation says how to read its value
+        dims: Sequence[StructInfo | None] = [None] * len(leaves)
+        if declared is not None and declared[1] == treedef:
+            dims = [leaf if is_dim_value(leaf) else None for leaf in declared[0]]
         specs = tuple(
-            convert(leaf, f"{self.name}(): argument {name!r}{path}")
-            for leaf, path in zip(leaves, paths)
+            convert(leaf, where) if dim is None else dim_spec_of_value(leaf, where, dim)  # type: ignore[arg-type]
+            for leaf, dim, where in zip(
+                leaves, dims, (f"{self.name}(): argument {name!r}{path}" for path in paths)
+            )
         )
         return ParamSpec(name, specs, treedef), leaves
 
@@ -202,8 +231,14 @@ def _symbol_bounds(params: Sequence[ParamSpec]) -> tuple[tuple[str, int | None, 
     return tuple(sorted(found, key=lambda b: (b[0], str(b[1]), str(b[2]))))
 
 
+def _is_dim_argument(value: object) -> bool:
+    if isinstance(value, bool | np.bool_):
+        return False
+    return isinstance(value, int | np.integer | arith.Expr)
+
+
 def _is_spec(value: object) -> bool:
-    return isinstance(value, SPEC_TYPES)
+    return isinstance(value, (*SPEC_TYPES, arith.Expr))
 
 
 def static_value(func: str, name: str, value: object) -> Hashable:
@@ -222,17 +257,18 @@ class FastPath:
 
     When every parameter is positional, not static, and annotated with one spec or
     not at all, a call passing exactly one numpy array (or Python scalar, for an
-    unannotated parameter) per parameter is identified by the shapes and dtypes of
-    its unannotated arrays alone, and its arguments are already flat. :meth:`key`
-    returns None for any other call, which then takes the general path. Annotations
-    are read on the first call, not when the function is decorated.
+    unannotated parameter; any integer for a symbolic scalar) per parameter is
+    identified by the shapes and dtypes of its unannotated arrays alone, and its
+    arguments are already flat. :meth:`key` returns None for any other call, which
+    then takes the general path. Annotations are read on the first call, not when the
+    function is decorated.
     """
 
-    __slots__ = ("_signature", "_annotated", "_arity")
+    __slots__ = ("_signature", "_kinds", "_arity")
 
     def __init__(self, signature: Signature) -> None:
         self._signature: Signature | None = signature
-        self._annotated: tuple[bool, ...] | None = None
+        self._kinds: tuple[int, ...] | None = None
         self._arity = -1
 
     def _prepare(self, signature: Signature) -> None:
@@ -243,7 +279,7 @@ class FastPath:
             return
         declared = [signature.annotations[p.name] for p in params]
         if all(d is None or d[1] is pytree.LEAF for d in declared):
-            self._annotated = tuple(d is not None for d in declared)
+            self._kinds = tuple(_kind(d) for d in declared)
             self._arity = len(params)
 
     def key(self, args: Sequence[object]) -> Hashable | None:
@@ -253,16 +289,27 @@ class FastPath:
         if len(args) != self._arity:
             return None
         key: list[object] = []
-        for arg, annotated in zip(args, self._annotated):  # type: ignore[arg-type]
-            kind = type(arg)
-            if kind is np.ndarray:
-                if not annotated:  # dtype.num: a cheap int naming the dtype
+        for arg, kind in zip(args, self._kinds):  # type: ignore[arg-type]
+            cls = type(arg)
+            if cls is np.ndarray:
+                if kind == _UNANNOTATED:  # dtype.num: a cheap int naming the dtype
                     key.extend((arg.shape, arg.dtype.num))  # type: ignore[attr-defined]
-            elif kind in _SCALARS and not annotated:
-                key.append(kind)
-            else:
+            elif kind == _UNANNOTATED:
+                if cls not in _SCALARS:
+                    return None
+                key.append(cls)
+            elif kind == _TENSOR or not (cls is int or issubclass(cls, np.integer)):
                 return None
         return tuple(key)
+
+
+_UNANNOTATED, _TENSOR, _DIM = 0, 1, 2
+
+
+def _kind(declared: tuple[list[StructInfo], pytree.TreeDef] | None) -> int:
+    if declared is None:
+        return _UNANNOTATED
+    return _DIM if is_dim_value(declared[0][0]) else _TENSOR
 
 
 _SCALARS = (bool, int, float)

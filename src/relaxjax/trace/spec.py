@@ -4,7 +4,10 @@ A parameter's spec is a pytree of leaf specs: :class:`~relaxjax.ir.TensorInfo`
 (``relax.Tensor``) for tensors, :class:`~relaxjax.ir.PrimInfo` for scalars. Specs
 come from three places:
 
-- annotations: ``def f(x: relax.Tensor(("n", 4), "float32"))``;
+- annotations: ``def f(x: relax.Tensor(("n", 4), "float32"))``; a symbol (or any
+  symbolic dim) annotates a *symbolic scalar* parameter, ``def f(m: relax.sym("m"))``,
+  whose spec is ``PrimInfo("int64", value=m)`` (:func:`dim_spec`): it takes a Python
+  or numpy integer at call time and the traced function sees the dim ``m`` itself;
 - ``eval_shape``/``lower`` arguments: specs, or anything with ``.shape`` and
   ``.dtype`` (numpy arrays, jax arrays, ``jax.ShapeDtypeStruct``), or Python
   scalars;
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo, free_symbols, subs_info
 from relaxjax.trace import pytree
 
@@ -31,7 +35,10 @@ __all__ = [
     "spec_of_value",
     "spec_of_argument",
     "annotation_spec",
+    "dim_spec",
+    "dim_spec_of_value",
     "unify_symbols",
+    "within_bounds",
     "describe_bounds",
 ]
 
@@ -91,10 +98,53 @@ def spec_of_argument(value: object, what: str) -> StructInfo:
     raise TypeError(f"{what}: expected an array or a Python scalar, got {_describe(value)}")
 
 
+def dim_spec(dim: arith.Dim) -> PrimInfo:
+    """The spec of a symbolic scalar parameter whose value is ``dim``."""
+    return PrimInfo("int64", value=dim)
+
+
+def dim_spec_of_value(value: object, what: str, declared: PrimInfo) -> StructInfo:
+    """What ``eval_shape``/``lower`` take for a symbolic scalar parameter (annotated
+    with ``declared``): a symbolic dim (the annotation's symbol or another), a scalar
+    spec, or an int, which specialises the trace to that value."""
+    if isinstance(value, arith.Expr):
+        return dim_spec(value)
+    if isinstance(value, PrimInfo):
+        return value
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        symbol = declared.value
+        if isinstance(symbol, arith.Sym) and not within_bounds(symbol, int(value)):
+            upper = "" if symbol.upper is None else f" <= {symbol.upper}"
+            raise ShapeError(
+                f"{what}: {symbol.name} = {int(value)} is outside its declared range "
+                f"{symbol.lower} <= {symbol.name}{upper}"
+            )
+        return dim_spec(int(value))
+    raise TypeError(
+        f"{what}: the parameter is the symbolic dim {declared.value}; give a symbol such as "
+        f'relax.sym("{_first_symbol(declared)}") or an int, got {_describe(value)}'
+    )
+
+
+def within_bounds(symbol: arith.Sym, value: int) -> bool:
+    """Whether ``value`` is within ``symbol``'s declared bounds."""
+    return (symbol.lower is None or value >= symbol.lower) and (
+        symbol.upper is None or value <= symbol.upper
+    )
+
+
+def _first_symbol(info: PrimInfo) -> str:
+    names = sorted(s.name for s in free_symbols(info))
+    return names[0] if names else "m"
+
+
 def spec_of_value(value: object, what: str) -> StructInfo:
-    """A spec given to ``eval_shape``/``lower``: a spec, an array-like or a Python scalar."""
+    """A spec given to ``eval_shape``/``lower``: a spec, an array-like, a Python scalar,
+    or a symbolic dim (the value of a symbolic scalar parameter, :func:`dim_spec`)."""
     if isinstance(value, SPEC_TYPES):
         return value
+    if isinstance(value, arith.Expr):
+        return dim_spec(value)
     if isinstance(value, type) and issubclass(value, SPEC_TYPES):
         raise TypeError(f"{what}: got the class {_class_name(value)} itself; {_SPEC_HINT}")
     if isinstance(value, bool | int | float | np.generic) or is_array_like(value):
@@ -120,7 +170,7 @@ def _describe(value: object) -> str:
 
 
 def _is_spec_tree_leaf(value: object) -> bool:
-    return isinstance(value, SPEC_TYPES)
+    return isinstance(value, (*SPEC_TYPES, arith.Expr))
 
 
 def annotation_spec(
@@ -129,7 +179,8 @@ def annotation_spec(
     """The spec pytree an annotation declares, or None if it declares none.
 
     A spec, or a pytree of specs (tuples, lists, dicts, named tuples, registered
-    classes such as a dataclass of specs), declares one. Annotations that hold no
+    classes such as a dataclass of specs), declares one; a symbolic dim (``relax.sym
+    ("m")``) declares a symbolic scalar (:func:`dim_spec`). Annotations that hold no
     spec (``int``, ``np.ndarray``, ...) are ignored: the parameter is specialised at
     the call. The class ``relax.Tensor`` itself, or a structure mixing specs with
     other things, is a mistake and raises ``TypeError``.
@@ -140,10 +191,11 @@ def annotation_spec(
             'give a spec such as relax.Tensor(("n", 4), "float32")'
         )
     if isinstance(annotation, type) or not (
-        isinstance(annotation, SPEC_TYPES) or pytree.is_node(annotation)
+        isinstance(annotation, (*SPEC_TYPES, arith.Expr)) or pytree.is_node(annotation)
     ):
         return None
     leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
+    leaves = [dim_spec(leaf) if isinstance(leaf, arith.Expr) else leaf for leaf in leaves]
     specs = [leaf for leaf in leaves if isinstance(leaf, SPEC_TYPES)]
     if not specs:
         return None

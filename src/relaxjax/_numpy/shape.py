@@ -1,6 +1,6 @@
 """The jax.numpy-named wrappers of the reduction, linear-algebra, shape-manipulation and
 indexing ops (re-exported by :mod:`relaxjax.numpy`); ``x[key]`` is in
-:mod:`relaxjax._numpy_index`.
+:mod:`relaxjax._numpy.index`.
 
 Every wrapper normalises its Python-level arguments (axis tuples, negative axes
 when the rank is known, ``pad_width`` forms, ``axis=None`` flattening) into the op's

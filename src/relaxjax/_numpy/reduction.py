@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from relaxjax import arith, dtypes
-from relaxjax._numpy_shape import _axes_or_none, _int, _no_out, _rank
+from relaxjax._numpy.shape import _axes_or_none, _int, _no_out, _rank
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.manipulate import BroadcastToAttrs
 from relaxjax.ops.reduction import AccumulateAttrs, ReduceAttrs, accumulate_dtype

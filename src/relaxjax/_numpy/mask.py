@@ -8,7 +8,7 @@ the gather is ``take`` of the mask's flat true positions (``flatnonzero``) along
 mask's axes (merged into one by a ``reshape`` when ``m != 1``). A mask that is a numpy
 array (known while tracing) gives a static size, as in jax.
 
-Used by indexing (:mod:`relaxjax._numpy_index`: a mask alone is gathered with ``take``,
+Used by indexing (:mod:`relaxjax._numpy.index`: a mask alone is gathered with ``take``,
 a mask among other array indices becomes its ``nonzero()`` index arrays) and
 ``compress``.
 """

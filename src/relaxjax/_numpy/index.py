@@ -4,7 +4,7 @@ Every index form jax accepts: ints (static or symbolic dims), slices (with stati
 symbolic bounds), ``None``, ``...``, integer arrays of any rank (numpy arrays, lists
 inside the key tuple, traced values, arrays of other libraries) and boolean masks
 (numpy or traced, of any rank; a traced mask gives a data-dependent length, see
-:mod:`relaxjax._numpy_mask`), mixed freely. Several array indices broadcast together
+:mod:`relaxjax._numpy.mask`), mixed freely. Several array indices broadcast together
 (numpy's advanced indexing); their result axes replace the indexed axes when the
 advanced indices (arrays, and ints among them) are adjacent in the key, and go to the
 front otherwise, as in numpy and jax.
@@ -36,18 +36,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith, dtypes, ops
-from relaxjax._numpy_mask import mask_indices, mask_ndim, take_masked
-from relaxjax._numpy_shape import _dim, _rank, reshape, stack
+from relaxjax._numpy.mask import mask_indices, mask_ndim, take_masked
+from relaxjax._numpy.shape import _dim, _rank, reshape, stack
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
 from relaxjax.ops.base import promote_types
+from relaxjax.ops.creation import LikeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.gather import GatherAttrs, ScatterAttrs
 from relaxjax.ops.index import StridedSliceAttrs
 from relaxjax.ops.manipulate import BroadcastToAttrs, ExpandDimsAttrs, SqueezeAttrs
 from relaxjax.trace import Tracer, emit
 
-__all__ = ["IndexUpdateHelper", "IndexUpdateRef", "getitem"]
+__all__ = ["getitem"]  # relaxjax.numpy exports it; .at is reached through tracers
 
 Dim = arith.Dim
 
@@ -549,9 +550,8 @@ class IndexUpdateRef:
         )
 
     def _factors(self, values: object, options: dict) -> object:
-        from relaxjax.numpy import ones_like  # the creation wrappers sit next to this module
-
-        return IndexUpdateRef(ones_like(self.array), self.index).multiply(values, **options)
+        ones = emit("ones_like", (self.array,), LikeAttrs(None, None))
+        return IndexUpdateRef(ones, self.index).multiply(values, **options)
 
 
 def _binary(op_name: str, a: object, b: object) -> object:

@@ -1,0 +1,1 @@
+"""The implementation of ``relaxjax.nn``: activations and norms, attention."""

@@ -1,0 +1,1 @@
+"""The implementation of ``relaxjax.numpy``: one module of wrappers per op family."""
