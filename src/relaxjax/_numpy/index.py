@@ -38,6 +38,7 @@ import numpy as np
 from relaxjax import arith, dtypes, ops
 from relaxjax._numpy.mask import mask_indices, mask_ndim, take_masked
 from relaxjax._numpy.shape import _dim, _rank, reshape, stack
+from relaxjax.dlpack import as_numpy
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
 from relaxjax.ops.base import promote_types
@@ -111,7 +112,7 @@ def _entry(item: object) -> Entry:
         if isinstance(item, Tracer):
             return _array_entry(item, item.dtype)
     elif not isinstance(item, np.ndarray) and _is_array_like(item):
-        item = np.asarray(item)
+        item = as_numpy(item)
     if isinstance(item, np.ndarray | np.generic):
         return _array_entry(np.asarray(item), dtypes_name(np.asarray(item).dtype))
     if isinstance(item, float):
@@ -610,8 +611,10 @@ def _values(values: object, method: str) -> object:
     """Update values as an operand: tracers, Python scalars, symbolic dims or arrays."""
     if isinstance(values, Tracer | bool | int | float | arith.Expr | np.ndarray):
         array = values
-    elif isinstance(values, np.generic) or _is_array_like(values):
+    elif isinstance(values, np.generic):
         array = np.asarray(values)
+    elif _is_array_like(values):
+        array = as_numpy(values)
     else:
         raise TypeError(
             f"x.at[key].{method}: values must be an array or a number, got "
