@@ -238,3 +238,19 @@ def test_updates_print_and_lower_as_one_scatter():
     text = str(mod)
     assert "scatter(x, lv" in text and 'reduction="add"' in text and 'mode="drop"' in text
     assert jax.__version__  # jax is the oracle of this module
+
+
+def test_weak_types_follow_jax():
+    """Indexing and updates keep x's weak type; weak values promote as Python scalars."""
+    cases = [
+        lambda m, x: m.full((3,), 1).at[0].set(2.5),
+        lambda m, x: m.full((3,), 1)[np.array([0, 1])],
+        lambda m, x: x.at[0].add(m.full((), 2)),
+        lambda m, x: x.astype("int32").at[1:].multiply(m.full((2,), 3)),
+    ]
+    for case in cases:
+        ours = relax.eval_shape(lambda x: case(relax.numpy, x), T((3,), "float32"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            theirs = jax.eval_shape(lambda x: case(jnp, x), jax.ShapeDtypeStruct((3,), np.float32))
+        assert (ours.dtype, ours.weak) == (str(theirs.dtype), theirs.weak_type)

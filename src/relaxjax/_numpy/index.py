@@ -597,7 +597,7 @@ def _value_info(value: object) -> StructInfo:
     """The promotion operand of update values: Python scalars (and weak traced scalars)
     are weakly typed, as in jax, so ``x_int32.at[0].set(2**40)`` wraps to int32."""
     if isinstance(value, Tracer):
-        return PrimInfo(value.dtype, weak=True) if value._weak else value.info
+        return value.info  # weakly typed when computed from Python scalars alone
     if isinstance(value, bool):
         return PrimInfo("bool", weak=True)
     if isinstance(value, int | arith.Expr):
@@ -630,7 +630,7 @@ def _values(values: object, method: str) -> object:
 
 def _scatter(x, form: Advanced, reduction: str, values, mode: str, wrap: bool):
     values = _values(values, reduction)
-    compute = promote_types("scatter", [TensorInfo(dtype=_dtype_of(x)), _value_info(values)])
+    compute = promote_types("scatter", [_value_info(x), _value_info(values)])
     if _dtype_of(values) != compute:
         values = emit("astype", (values,), AstypeAttrs(compute))
     attrs = ScatterAttrs(**form.fields, wrap=wrap, reduction=reduction, mode=mode)

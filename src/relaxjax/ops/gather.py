@@ -215,12 +215,12 @@ def indexed_info(
     """The info of ``x[key]``; with ``nonempty_axes``, gathering from an empty indexed axis
     (which has no element to clamp to) is an error."""
     if x.ndim is None or any(i.ndim is None for i in indices):
-        return TensorInfo(dtype=x.dtype)
+        return TensorInfo(dtype=x.dtype, weak=x.weak)
     batch_ndim = max((i.ndim for i in indices), default=0)
     lay = layout(op_name, attrs, x.ndim, batch_ndim)
     out_ndim = len(lay.kept) + batch_ndim
     if x.shape is None or any(i.shape is None for i in indices):
-        return TensorInfo(dtype=x.dtype, ndim=out_ndim)
+        return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
     batch = broadcast_shapes(ctx, [i.shape for i in indices])
     rest = [lay.kept_extent(a, x.shape[a])[2] for a in lay.kept]
     if nonempty_axes and batch is not None:
@@ -234,8 +234,8 @@ def indexed_info(
             )
             ctx.require(Check("le", (arith.min_(count, 1), x.shape[axis]), message))
     if batch is None:
-        return TensorInfo(dtype=x.dtype, ndim=out_ndim)
-    return TensorInfo(lay.result_shape(rest, batch), x.dtype)
+        return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
+    return TensorInfo(lay.result_shape(rest, batch), x.dtype, weak=x.weak)
 
 
 def kernel_attrs(attrs: IndexFields, dims: KernelDims) -> IndexFields:

@@ -135,11 +135,11 @@ def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
     if isinstance(info, TupleInfo):
         return TupleInfo(tuple(_public_info(f, internal) for f in info.fields))
     if isinstance(info, PrimInfo):  # a scalar result is a 0-d array to the caller, as in jax
-        return TensorInfo((), info.dtype)
+        return TensorInfo((), info.dtype, weak=info.weak)
     if isinstance(info, TensorInfo) and info.shape is not None:
         names = {s.name for d in info.shape for s in arith.free_symbols(d)}
         if names & internal:
-            return TensorInfo(ndim=info.ndim, dtype=info.dtype)
+            return TensorInfo(ndim=info.ndim, dtype=info.dtype, weak=info.weak)
     return info
 
 
