@@ -250,8 +250,10 @@ def test_weak_types_follow_jax():
         lambda m, x: x.astype("int32").at[1:].multiply(m.full((2,), 3)),
     ]
     for case in cases:
-        ours = relax.eval_shape(lambda x: case(rnp, x), T((3,), "float32"))
+        ours = relax.eval_shape(lambda x, case=case: case(rnp, x), T((3,), "float32"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            theirs = jax.eval_shape(lambda x: case(jnp, x), jax.ShapeDtypeStruct((3,), np.float32))
+            theirs = jax.eval_shape(
+                lambda x, case=case: case(jnp, x), jax.ShapeDtypeStruct((3,), np.float32)
+            )
         assert (ours.dtype, ours.weak) == (str(theirs.dtype), theirs.weak_type)
