@@ -281,6 +281,9 @@ def test_symbolic_kernels_match_the_references(n, seed, reduction, mode):
 
 
 def test_inplace_kernel_updates_its_output_without_copying():
+    # the protocol of passes.inplace_updates: the kernel takes the other operands in order,
+    # then the updated operand as its output
+    assert get("scatter").inplace_operand == 0
     attrs = ScatterAttrs(axes=(0,), reduction="add")
     infos = [T((N, 2), "float32"), T((3, 2), "float32"), T((3,), "int64")]
     kernel = get("scatter").lower_inplace(infos, attrs, infos[0])
@@ -296,3 +299,8 @@ def test_inplace_kernel_updates_its_output_without_copying():
     np.testing.assert_array_equal(out, expected)
     assert "c0" not in str(kernel)  # no copy loop
     assert arith.sym("n") not in kernel.scalar_params
+    m = arith.sym("m")
+    sliced = ScatterAttrs(axes=(0,), slice_axes=(1,), begin=(m,), end=(None,), step=(1,))
+    infos = [T((N, 4), "float32"), T((2, "j"), "float32"), T((2,), "int64")]
+    kernel = get("scatter").lower_inplace(infos, sliced, infos[0])
+    assert kernel.scalar_params == (m,)  # a slice bound no buffer shape binds

@@ -257,3 +257,18 @@ def test_weak_types_follow_jax():
                 lambda x, case=case: case(jnp, x), jax.ShapeDtypeStruct((3,), np.float32)
             )
         assert (ours.dtype, ours.weak) == (str(theirs.dtype), theirs.weak_type)
+
+
+def test_slice_bounds_from_symbolic_scalars():
+    @relax.jit
+    def f(x: T(("n", 4), "float32"), m: relax.sym("m"), i: T((2,), "int32")):
+        return x.at[:m].set(0.0), x[:m, i], x.at[i, m:].add(1.0)
+
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    i = np.array([0, 2], np.int32)
+    for m in (0, 3, 5):
+        xj = jnp.asarray(x)
+        expected = (xj.at[:m].set(0.0), xj[:m, i], xj.at[i, m:].add(1.0))
+        for ours, theirs in zip(f(x, m, i), expected):
+            np.testing.assert_array_equal(ours, theirs)
+    assert f.cache_size() == 1

@@ -67,6 +67,7 @@ from relaxjax.ops.index import StridedSliceAttrs, fill_element, slice_extent
 from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, index_dims, placeholders
 from relaxjax.ops.serial import let_index, loop_nest, seq, when
 from relaxjax.tir import Buffer, BufferStore, PrimExpr, PrimFunc, Stmt, te
+from relaxjax.tir.analysis import free_symbols
 from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
@@ -442,6 +443,9 @@ class Scatter(Op):
     Attrs = ScatterAttrs
     pattern = "opaque"
     num_inputs = None
+    #: The operand :meth:`lower_inplace` writes into (``passes.inplace_updates``, on the
+    #: control-flow branch: a dead ``x`` is updated in place instead of copied).
+    inplace_operand = 0
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         if len(args) < 2:
@@ -534,13 +538,22 @@ class Scatter(Op):
 
             return _bind_positions(read, [], store)
 
-        scatter = loop_nest(updates.shape, "u", update)
-        if inplace:
-            params = (updates.buffer, *(i.buffer for i in indices), out)
-            return PrimFunc(f"{self.name}_inplace", params, scatter)
-        copy = loop_nest(x.shape, "c", lambda c: BufferStore(out, x[c], c))
-        params = (x.buffer, updates.buffer, *(i.buffer for i in indices), out)
-        return PrimFunc(self.name, params, seq(copy, scatter))
+        body = loop_nest(updates.shape, "u", update)
+        params = (updates.buffer, *(i.buffer for i in indices), out)
+        name = f"{self.name}_inplace"
+        if not inplace:
+            body = seq(loop_nest(x.shape, "c", lambda c: BufferStore(out, x[c], c)), body)
+            params = (x.buffer, *params)
+            name = self.name
+        return PrimFunc(name, params, body, scalar_params=_scalar_params(params, body))
+
+
+def _scalar_params(params: Sequence[Buffer], body: Stmt) -> tuple[arith.Sym, ...]:
+    """The graph symbols a kernel uses that no parameter's shape binds (a slice bound such
+    as ``m`` in ``x.at[:m]``): its scalar parameters."""
+    bound = {d.name for p in params for d in p.shape if isinstance(d, arith.Sym)}
+    free = [s for s in free_symbols(body) if s.name not in bound]
+    return tuple(sorted(free, key=lambda s: s.name))
 
 
 __all__ = [
