@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import relaxjax as relax
+import relaxjax.lax as rlax
 import relaxjax.nn as rnn
 import relaxjax.numpy as rnp
 
@@ -49,6 +50,11 @@ def _layer_norm_jax(x, g, b):
 
 def _rms_norm_jax(x, w):
     return x / jnp.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w
+
+
+def _lax(m):
+    """The ``lax`` module that goes with the numpy-like module ``m``."""
+    return rlax if m is rnp else jax.lax
 
 
 def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> list[Case]:
@@ -127,6 +133,18 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("take", lambda m, nn, a, i: m.take(a, i, axis=1), (x, ((4,), I)), 0, 3),
         Case("gather", lambda m, nn, a, i: a[::-1, i, None], (x, ((2, 2), I)), -5, 5),
         Case("scatter", lambda m, nn, a, i: a.at[1:, i].add(1.0), (x, ((4,), I)), -5, 5),
+        Case(
+            "dynamic_slice",
+            lambda m, nn, a: _lax(m).dynamic_slice(a, (a.shape[0] - 3, -1), (2, 1)),
+            (x,),
+            min_n=2,
+        ),
+        Case(
+            "dynamic_update_slice",
+            lambda m, nn, a, u: _lax(m).dynamic_update_slice(a, u, (a.shape[0] // 2, 0)),
+            (x, ((1, width), F)),
+            min_n=1,
+        ),
         Case("tril", lambda m, nn, a: m.tril(a), (x,)),
         Case("triu", lambda m, nn, a: m.triu(a, 1), (x,)),
         Case("pad", lambda m, nn, a: m.pad(a, ((1, 2), (0, 1))), (x,)),

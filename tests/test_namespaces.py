@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.nn", "relaxjax.tree_util"]
+PUBLIC = ["relaxjax.numpy", "relaxjax.nn", "relaxjax.lax", "relaxjax.tree_util"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

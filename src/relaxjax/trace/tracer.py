@@ -134,7 +134,8 @@ class Tracer(ArrayMethods):
         return self._bind_shape(self.ndim)
 
     def _bind_shape(self, ndim: int) -> tuple[arith.Dim, ...]:
-        trace = check_trace(self)
+        check_trace(self)
+        trace = self._trace  # the dims are named where the value lives (maybe an enclosing trace)
         names = [trace.fresh_symbol_name("_d") for _ in range(ndim)]
         spec = TensorInfo(tuple(arith.sym(name) for name in names), self.dtype)
         var = bind_match_cast(trace, self._var, spec, user_location())
@@ -427,7 +428,9 @@ def bind_match_cast(
 def check_trace(tracer: Tracer) -> TraceState:
     """The trace ``tracer`` belongs to; ``TraceError`` if that is not the trace in progress."""
     trace = current()
-    if tracer._trace is not trace and tracer._trace.active and trace is not None:
+    if tracer._trace is not trace and trace is not None and tracer._trace.active:
+        if trace.lift(tracer) is not None:
+            return trace  # a value a control-flow region closes over
         raise TraceError(
             f"a traced value of {tracer.info!r} from the trace of {tracer._trace.func_name}() "
             f"was used inside {trace.func_name}(), which is compiled as a function of its own: "
@@ -451,6 +454,10 @@ def as_operand(
     """The graph expression for an op argument (see :func:`emit` for what is accepted)."""
     if isinstance(value, Tracer):
         if value._trace is not trace:
+            if value._trace.active:
+                lifted = trace.lift(value)
+                if lifted is not None:
+                    return lifted  # type: ignore[return-value]
             check_trace(value)
         return value._var
     if isinstance(value, np.ndarray | np.generic):  # before float: np.float64 is a float
@@ -473,7 +480,11 @@ def as_operand(
 def _check_symbols_in_scope(
     trace: TraceState, dim: arith.Expr, op_name: str, location: SourceLocation | None
 ) -> None:
-    missing = sorted(s.name for s in arith.free_symbols(dim) if s.name not in trace.symbols)
+    missing = sorted(
+        s.name
+        for s in arith.free_symbols(dim)
+        if s.name not in trace.symbols and not trace.lift_symbol(s)
+    )
     if missing:
         raise TraceError(
             f"{op_name}: symbol {missing[0]} (in {dim}) is not defined in "
