@@ -271,3 +271,18 @@ def test_docstring_examples(module):
 
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0
+
+
+def test_loop_carries_keep_their_types():
+    import relaxjax.lax as lax
+
+    @relax.jit
+    def f(x, y):
+        out = lax.fori_loop(0, 3, lambda i, c: Pair(c.a + 1.0, c.b * 2.0), Pair(x, y))
+        carry, _ = lax.scan(lambda c, t: (Linear(c.w + t, c.b, c.act), t), Linear(x, y, "x"), x)
+        return out, carry
+
+    out, carry = f(f32(2), f32(2) + 1)
+    assert type(out) is Pair and type(carry) is Linear and carry.act == "x"
+    np.testing.assert_allclose(out.a, f32(2) + 3)
+    np.testing.assert_allclose(carry.w, f32(2) + f32(2).sum())
