@@ -22,9 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from relaxjax import arith
-from relaxjax._numpy.index import getitem
 from relaxjax._numpy.mask import count_size, take_masked
-from relaxjax._numpy.shape import _axes_or_none, _int, _no_out, _rank, _static_scalar
+from relaxjax._numpy.shape import _axes_or_none, _int, _no_out, _rank, _static_scalar, getitem
 from relaxjax.errors import TraceError
 from relaxjax.ir import PrimInfo
 from relaxjax.ops.index import TakeAttrs

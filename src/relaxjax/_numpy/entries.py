@@ -30,7 +30,6 @@ from relaxjax._numpy.arraylike import (
 )
 from relaxjax._numpy.core import arange, where
 from relaxjax._numpy.datadep import compress
-from relaxjax._numpy.index import getitem
 from relaxjax._numpy.manipulation import (
     at_least_rank,
     axes_arg,
@@ -41,7 +40,7 @@ from relaxjax._numpy.manipulation import (
 )
 from relaxjax._numpy.mask import take_masked
 from relaxjax._numpy.reduction import max as _max
-from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims
+from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, getitem
 from relaxjax.errors import TraceError
 from relaxjax.trace import Tracer, current, emit
 

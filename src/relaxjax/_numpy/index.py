@@ -37,7 +37,6 @@ import numpy as np
 
 from relaxjax import arith, dtypes, ops
 from relaxjax._numpy.mask import mask_indices, mask_ndim, take_masked
-from relaxjax._numpy.shape import _dim, _rank, reshape, stack
 from relaxjax.dlpack import as_numpy
 from relaxjax.errors import ShapeError, TraceError
 from relaxjax.ir import PrimInfo, StructInfo, TensorInfo
@@ -46,7 +45,13 @@ from relaxjax.ops.creation import LikeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.gather import GatherAttrs, ScatterAttrs
 from relaxjax.ops.index import StridedSliceAttrs
-from relaxjax.ops.manipulate import BroadcastToAttrs, ExpandDimsAttrs, SqueezeAttrs
+from relaxjax.ops.join import AxisAttrs
+from relaxjax.ops.manipulate import (
+    BroadcastToAttrs,
+    ExpandDimsAttrs,
+    ReshapeAttrs,
+    SqueezeAttrs,
+)
 from relaxjax.trace import Tracer, emit
 
 __all__ = ["getitem"]  # relaxjax.numpy exports it; .at is reached through tracers
@@ -142,7 +147,8 @@ def _sequence(items: Sequence[object]) -> object:
     """A list (or tuple) inside the key as an array: jax's ``jnp.asarray(items)``; traced
     elements are stacked."""
     if any(isinstance(i, Tracer | list | tuple) for i in items) and _holds_tracer(items):
-        return stack([_sequence(i) if isinstance(i, list | tuple) else i for i in items])
+        parts = [_sequence(i) if isinstance(i, list | tuple) else i for i in items]
+        return emit("stack", parts, AxisAttrs(0))
     array = np.asarray(items)
     if array.size == 0:
         return array.astype(np.int64)  # an empty list indexes nothing, as in jax
@@ -188,7 +194,19 @@ def _slice_bound(value: object, what: str) -> Dim | None:
         return None
     if isinstance(value, Tracer):
         raise TypeError(f"slice {what} must be a static int or a symbolic dim, got a traced value")
-    return _dim(value, f"slice {what}")
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer | arith.Expr):
+        raise TypeError(f"slice {what} must be an int, got {value!r}")
+    return arith.as_dim(value)
+
+
+def _rank(x: object) -> int | None:
+    """The rank of an array or index operand (None when a traced value's is unknown)."""
+    if isinstance(x, Tracer):
+        info = x.info
+        return 0 if isinstance(info, PrimInfo) else info.ndim  # type: ignore[union-attr]
+    if isinstance(x, bool | int | float | arith.Expr):
+        return 0
+    return np.ndim(x)
 
 
 def _advanced_adjacent(entries: Sequence[Entry], kinds: tuple[str, ...]) -> bool:
@@ -284,7 +302,7 @@ def _layout(
 
 def _as_vector(mask: object) -> object:
     if isinstance(mask, Tracer):
-        return reshape(mask, (1,))
+        return emit("reshape", (mask,), ReshapeAttrs((1,)))
     return np.asarray(mask).reshape(1)
 
 

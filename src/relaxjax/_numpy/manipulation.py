@@ -35,10 +35,10 @@ from relaxjax._numpy.arraylike import (
     static_index,
 )
 from relaxjax._numpy.core import arange, asarray, zeros
-from relaxjax._numpy.index import getitem
 from relaxjax._numpy.shape import (
     broadcast_to,
     expand_dims,
+    getitem,
     transpose,
 )
 from relaxjax.errors import TraceError

@@ -1,6 +1,6 @@
 """The jax.numpy-named wrappers of the reduction, linear-algebra, shape-manipulation and
-indexing ops (re-exported by :mod:`relaxjax.numpy`); ``x[key]`` is in
-:mod:`relaxjax._numpy.index`.
+indexing ops (re-exported by :mod:`relaxjax.numpy`); ``x[key]`` (:func:`getitem`,
+re-exported here) is in :mod:`relaxjax._numpy.index`.
 
 Every wrapper normalises its Python-level arguments (axis tuples, negative axes
 when the rank is known, ``pad_width`` forms, ``axis=None`` flattening) into the op's
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax._numpy.index import getitem
 from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
@@ -53,6 +54,7 @@ __all__ = [
     "dot",
     "einsum",
     "expand_dims",
+    "getitem",
     "matmul",
     "pad",
     "reshape",

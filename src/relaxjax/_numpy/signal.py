@@ -27,11 +27,10 @@ from relaxjax._numpy.arraylike import (
 )
 from relaxjax._numpy.core import abs as _abs
 from relaxjax._numpy.core import arange, asarray, clip, cos, full, less_equal, sqrt, where
-from relaxjax._numpy.index import getitem
 from relaxjax._numpy.index_tricks import diag
 from relaxjax._numpy.manipulation import atleast_2d, moveaxis, ravel
 from relaxjax._numpy.reduction import sum as _sum
-from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, squeeze
+from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, getitem, squeeze
 from relaxjax.errors import TraceError
 from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.index import TakeAttrs
