@@ -13,15 +13,31 @@ exports exactly their ``__all__``.
 """
 
 from relaxjax._numpy import core as _core
+from relaxjax._numpy import creation as _creation
 from relaxjax._numpy import datadep as _datadep
+from relaxjax._numpy import dtypes as _dtypes
 from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy import shape as _shape
+from relaxjax._numpy import ufuncs as _ufuncs
 from relaxjax._numpy.core import *  # noqa: F403
+from relaxjax._numpy.creation import *  # noqa: F403
 from relaxjax._numpy.datadep import *  # noqa: F403
+from relaxjax._numpy.dtypes import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
+from relaxjax._numpy.ufuncs import *  # noqa: F403
 
-__all__ = sorted({*_core.__all__, *_datadep.__all__, *_reduction.__all__, *_shape.__all__})
+__all__ = sorted(
+    {
+        *_core.__all__,
+        *_creation.__all__,
+        *_datadep.__all__,
+        *_dtypes.__all__,
+        *_reduction.__all__,
+        *_shape.__all__,
+        *_ufuncs.__all__,
+    }
+)
 
 
 def __dir__() -> list[str]:

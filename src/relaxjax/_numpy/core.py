@@ -340,7 +340,7 @@ def asarray(a: object, dtype: object = None, copy: object = None) -> object:
         raise TypeError(
             f"asarray: unsupported dtype {value.dtype} (supported: {', '.join(dtypes.DTYPES)})"
         )
-    return constant(np.ascontiguousarray(value))
+    return constant(value if value.flags.c_contiguous else np.ascontiguousarray(value))
 
 
 def array(object: object, dtype: object = None, copy: bool = True) -> object:  # noqa: A002
@@ -348,25 +348,10 @@ def array(object: object, dtype: object = None, copy: bool = True) -> object:  #
     return asarray(object, dtype)
 
 
-# dtype names, as jnp.float32 etc.
-bool_ = "bool"
-int8, int16, int32, int64, uint8 = "int8", "int16", "int32", "int64", "uint8"
-float16, bfloat16, float32, float64 = "float16", "bfloat16", "float32", "float64"
-
 __all__ = [
     "abs",
     "array",
     "asarray",
-    "bool_",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
     "absolute",
     "add",
     "arange",
