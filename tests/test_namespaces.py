@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.nn"]
+PUBLIC = ["relaxjax.numpy", "relaxjax.nn", "relaxjax.scipy", "relaxjax.scipy.special"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

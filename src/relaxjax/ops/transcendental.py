@@ -318,13 +318,16 @@ class I0(FloatUnaryOp):
     bfloat16 evaluate them in float32."""
 
     name = "i0"
+    #: True for ``i0e``: the result is not multiplied by ``exp(|x|)``.
+    scaled = False
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         low, high = _i0e_coefficients(x.dtype.name)
         t = np.abs(x)
         small = _chebyshev(t * np.asarray(0.5, t.dtype) - np.asarray(2.0, t.dtype), low)
         large = _chebyshev(np.asarray(32.0, t.dtype) / t - np.asarray(2.0, t.dtype), high)
-        return np.exp(t) * np.where(t <= 8, small, large / np.sqrt(t))
+        i0e = np.where(t <= 8, small, large / np.sqrt(t))
+        return i0e if self.scaled else np.exp(t) * i0e
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
@@ -335,7 +338,7 @@ class I0(FloatUnaryOp):
         dtype = as_tensor_info(out_info).dtype
         work = "float64" if dtype == "float64" else "float32"
         low, high = _i0e_coefficients(work)
-        state = Scalars({name: work for name in ("t", "y", "b0", "b1", "b2", "i0e")})
+        state = Scalars({name: work for name in ("t", "y", "b0", "b1", "b2", "series")})
         out = tir.Buffer(self.name, x.shape, dtype)
 
         def const(value: float) -> PrimExpr:
@@ -344,15 +347,15 @@ class I0(FloatUnaryOp):
         t = state.load("t")
         series = when(
             t <= const(8.0),
-            _chebyshev_stmt(state, t * const(0.5) - const(2.0), low, "i0e"),
+            _chebyshev_stmt(state, t * const(0.5) - const(2.0), low, "series"),
             seq(
-                _chebyshev_stmt(state, const(32.0) / t - const(2.0), high, "i0e"),
-                state.set("i0e", state.load("i0e") / tir.sqrt(t)),
+                _chebyshev_stmt(state, const(32.0) / t - const(2.0), high, "series"),
+                state.set("series", state.load("series") / tir.sqrt(t)),
             ),
         )
 
         def element(i: tuple) -> tir.Stmt:
-            value = tir.exp(t) * state.load("i0e")
+            value = state.load("series") if self.scaled else tir.exp(t) * state.load("series")
             return seq(
                 state.set("t", tir.abs(tir.cast(x[i], work))),
                 series,
@@ -361,6 +364,15 @@ class I0(FloatUnaryOp):
 
         body = state.allocate(loop_nest(x.shape, "ax", element))
         return PrimFunc(self.name, (x.buffer, out), body)
+
+
+@register
+class I0e(I0):
+    """The exponentially scaled ``i0``: ``exp(-|x|) * i0(x)``, finite for large ``|x|``
+    (``jax.scipy.special.i0e``)."""
+
+    name = "i0e"
+    scaled = True
 
 
 def _i0e_coefficients(dtype: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
