@@ -683,6 +683,10 @@ def isrealobj(x):
 # --------------------------------------------------------------------------- unwrap
 
 
+def _negated(x: object) -> object:
+    return -x if isinstance(x, (int, float)) else emit("negative", (x,))
+
+
 def unwrap(p, discont=None, axis=-1, period=2 * math.pi):
     """``p`` with jumps larger than ``discont`` along ``axis`` replaced by their
     complement modulo ``period`` (``jnp.unwrap``)."""
@@ -698,11 +702,16 @@ def unwrap(p, discont=None, axis=-1, period=2 * math.pi):
     def along(part: slice) -> object:
         return p[(slice(None),) * axis + (part,)]
 
-    discont = emit("divide", (period, 2)) if discont is None else discont
-    interval = emit("floor_divide" if dtypes.is_integer(dtype) else "divide", (period, 2))
+    integral = dtypes.is_integer(dtype)
+    if isinstance(period, (int, float)):  # Python arithmetic keeps the scalars weak
+        interval = period // 2 if integral else period / 2
+        discont = period / 2 if discont is None else discont
+    else:
+        interval = emit("floor_divide" if integral else "divide", (period, 2))
+        discont = emit("divide", (period, 2)) if discont is None else discont
     dd = emit("subtract", (along(slice(1, None)), along(slice(None, -1))))
     ddmod = emit("subtract", (emit("mod", (emit("add", (dd, interval)), period)), interval))
-    at_lower = emit("equal", (ddmod, emit("negative", (interval,))))
+    at_lower = emit("equal", (ddmod, _negated(interval)))
     ddmod = where(emit("logical_and", (at_lower, emit("greater", (dd, 0)))), interval, ddmod)
     small = emit("less", (emit("abs", (dd,)), discont))
     correction = where(small, 0, emit("subtract", (ddmod, dd)))

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from relaxjax import tir
+from relaxjax import dtypes, tir
 from relaxjax.ir import StructInfo
-from relaxjax.ops.base import as_tensor_info, register
+from relaxjax.ops.base import as_tensor_info, reference_input, register, value_type
 from relaxjax.ops.kernel import single_input
 from relaxjax.ops.serial import Scalars, loop_nest, seq, when
 from relaxjax.ops.unary import FloatUnaryOp
@@ -246,6 +246,14 @@ class Sinc(FloatUnaryOp):
     """``sin(pi x) / (pi x)``, and 1 at 0 (the normalised sinc, as ``jnp.sinc``)."""
 
     name = "sinc"
+
+    def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
+        # In the result's own dtype, as the kernel and jax compute it: ``pi * x`` is
+        # rounded to float16 first, which moves the zeros at the integers.
+        (x,) = arrays
+        out = dtypes.to_numpy(self.result_dtype(value_type(x)))
+        with np.errstate(all="ignore"):
+            return self.compute(np.asarray(reference_input(x)).astype(out), attrs).astype(out)
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         pi_x = x * np.asarray(math.pi, dtype=x.dtype)
