@@ -55,7 +55,8 @@ FAST = {"add", "gelu", "sum", "matmul", "transpose", "softmax", "layer_norm", "c
 
 
 #: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py).
-SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique"}
+SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique", "gcd", "lcm", "i0"}
+SERIAL_KERNELS |= {"i0e"}
 
 
 def test_the_table_covers_every_op_of_the_api():
