@@ -247,6 +247,51 @@ def test_mixed_dtypes_and_python_scalars_match_jax(operands):
     _compare_types([f for f in SWEPT if f.arity == 2], operands)
 
 
+#: Operand shapes that broadcast (or not) with symbolic dims, and symbol values.
+SHAPE_PAIRS = [
+    (("n", 1), ("m",)),
+    (("n", 3), (3,)),
+    (("n", 3), ("n", 1)),
+    ((2, "n"), (3, "n")),
+    (("n",), ("m",)),
+    ((), ("n", "m")),
+]
+ENVS = [{"n": 0, "m": 2}, {"n": 1, "m": 1}, {"n": 3, "m": 3}, {"n": 2, "m": 5}]
+
+
+@pytest.mark.parametrize(("first", "second"), SHAPE_PAIRS, ids=str)
+def test_broadcast_shapes_match_jax(first, second):
+    """Deduced shapes (symbolic) equal jax's at every symbol value where jax accepts the
+    operands; where jax refuses, tracing raised ShapeError or the shape is left to a
+    run-time check (coarse)."""
+    functions = [f for f in SWEPT if f.arity == 2 and FLOAT in f.kinds and f.name != "ldexp"]
+    specs = (relax.Tensor(first, "float32"), relax.Tensor(second, "float32"))
+    try:
+        ours = relax.eval_shape(lambda x, y: {f.name: f.fn(rnp, x, y) for f in functions}, *specs)
+    except ShapeError:
+        ours = None
+    for env in ENVS:
+        concrete = [tuple(env.get(d, d) for d in shape) for shape in (first, second)]
+        structs = [jax.ShapeDtypeStruct(shape, np.float32) for shape in concrete]
+        try:
+            theirs = jax.eval_shape(
+                lambda x, y: {f.name: f.fn(jnp, x, y) for f in functions}, *structs
+            )
+        except (TypeError, ValueError):
+            continue  # jax refuses: a ShapeError while tracing, or a run-time check
+        assert ours is not None, f"{first}, {second} at {env}: we refused, jax accepts"
+        for f in functions:
+            for mine, jax_s in zip(
+                _relax_leaves(ours[f.name]), jax.tree_util.tree_leaves(theirs[f.name])
+            ):
+                if mine.shape is None:
+                    continue
+                got = tuple(
+                    relax.arith.subs(d, env) if not isinstance(d, int) else d for d in mine.shape
+                )
+                assert got == jax_s.shape, f"{f.name}{concrete}: {mine!r} at {env} vs {jax_s.shape}"
+
+
 def _jax_values(functions: list[Fn], operands: tuple) -> dict:
     """Per function, jax's results on the operands (numpy arrays; Python scalars stay
     Python scalars), or the exception it raised: one jitted program for all."""
