@@ -97,6 +97,10 @@ def _offset(name: str, k: object) -> object:
         return k
     if isinstance(k, arith.Expr):
         return k
+    if isinstance(k, np.ndarray):
+        if k.ndim != 0 or not dtypes.is_integer(dtypes.canonical(k.dtype)):
+            raise ValueError(f"{name}: k must be a scalar integer; got {k}")
+        return int(k)
     return _static_int(name, "k", k)
 
 
@@ -150,8 +154,12 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _step(start, stop, num: Dim, endpoint: bool, work: str) -> object:
-    """``(stop - start) / div`` in ``work``; NaN when there is no step to take."""
+    """``(stop - start) / div`` in ``work``; NaN when there is no step to take. As jax, a
+    static ``num`` of 0 (or 1 with the endpoint) gives a NaN scalar; for a symbolic
+    ``num`` the shape cannot depend on its value: NaNs of the bounds' shape then."""
     div = num - 1 if endpoint else num
+    if isinstance(num, int) and (num == 0 or div == 0):
+        return asarray(np.nan, dtype=work)
     delta = emit("subtract", (cast_to(stop, work), cast_to(start, work)))
     step = emit("divide", (delta, cast_to(div, work)))
     undefined = emit("logical_or", (emit("equal", (num, 0)), emit("equal", (div, 0))))
