@@ -147,7 +147,10 @@ def _inexact(x: object) -> object:
 
 
 def cast_to(x: object, dtype: str) -> object:
-    """``x`` as ``dtype`` (no op when it has that dtype already)."""
+    """``x`` as ``dtype`` (no op when it has that dtype already); a Python scalar becomes
+    a strongly typed constant, as ``lax.convert_element_type`` makes it."""
+    if isinstance(x, (bool, int, float)):
+        return asarray(x, dtype=dtype)
     return x if dtype_of(x) == dtype else astype(x, dtype)
 
 

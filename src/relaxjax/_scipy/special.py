@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from relaxjax import dtypes
-from relaxjax._nn.activations import log_softmax, softmax
+from relaxjax._nn import activations
 from relaxjax._nn.functions import logsumexp
 from relaxjax._numpy.core import (
     abs,
@@ -74,6 +74,18 @@ def _inexact(*args: object) -> list[object]:
     ``promote_args_inexact``)."""
     dtype = to_inexact(dtypes.result_type(*(operand_kind(a) for a in args)))
     return [cast_to(a, dtype) for a in args]
+
+
+def softmax(x, /, *, axis=None):
+    """``exp(x) / sum(exp(x))`` over ``axis``, all axes by default
+    (``jax.scipy.special.softmax``; ``relaxjax.nn.softmax`` defaults to the last)."""
+    return activations.softmax(x, axis=axis)
+
+
+def log_softmax(x, /, *, axis=None):
+    """``x - logsumexp(x)`` over ``axis``, all axes by default
+    (``jax.scipy.special.log_softmax``)."""
+    return activations.log_softmax(x, axis=axis)
 
 
 def erf(x):
@@ -134,7 +146,8 @@ def rel_entr(p, q):
     zero_p = logical_and(equal(p, 0.0), greater_equal(q, 0.0))
     safe_p, safe_q = where(positive, p, 1), where(positive, q, 1)
     value = subtract(xlogy(safe_p, safe_p), xlogy(safe_p, safe_q))
-    return where(positive, value, where(zero_p, 0.0, np.inf))
+    zero = cast_to(0.0, dtype_of(p))  # typed, as jax's: where(mask, 0.0, inf) is float64
+    return where(positive, value, where(zero_p, zero, np.inf))
 
 
 def kl_div(p, q):
