@@ -75,6 +75,18 @@ def weak_of(value: bool | int | float) -> Weak:
     raise TypeError(f"expected a Python bool, int or float scalar, got {type(value).__name__}")
 
 
+def weak_operand(dtype: str, weak: bool) -> Operand:
+    """The promotion operand of a value of ``dtype``: its dtype when strongly typed, the
+    :class:`Weak` kind of its dtype when weakly typed (a weak array of any float dtype
+    promotes as a Python float, as jax's ``_jax_type`` says; ``Weak("bool")`` promotes as
+    ``bool``)."""
+    if not weak:
+        return dtype
+    if is_bool(dtype):
+        return Weak("bool")
+    return Weak("float" if is_floating(dtype) else "int")
+
+
 def canonical(x: object) -> str:
     """The relaxjax name of a dtype-like object.
 
@@ -201,8 +213,13 @@ def _node(operand: Operand) -> str:
 def result_type_weak(*operands: Operand) -> tuple[str, bool]:
     """The promoted dtype of ``operands`` and whether the result is weakly typed.
 
-    The result is weak only when every operand is a weak int or float (as in jax):
-    ``result_type_weak(Weak("int"), Weak("float")) == ("float64", True)``.
+    As jax's ``lattice_result_type``: the result is weak exactly when the least upper
+    bound of the operands in the lattice is a weak kind (``i*`` or ``f*``), whether or not
+    every operand is weak: ``result_type_weak(Weak("int"), Weak("float")) ==
+    ("float64", True)``, and an int array meeting a Python float gives a weak float64,
+    ``result_type_weak("int32", Weak("float")) == ("float64", True)``, which then does
+    not promote float32 (``result_type_weak(Weak("float"), "float32") == ("float32",
+    False)``). A bool result is never weak.
     """
     if not operands:
         raise TypeError("result_type needs at least one operand")

@@ -4,7 +4,7 @@ An op's deduction runs once on symbolic operand infos; then, for concrete symbol
 values, the same program's shapes go through ``jax.eval_shape`` and the two must agree:
 
 - **soundness**: a deduced dim equals jax's once the symbols are substituted; the dtype
-  equals jax's; a deduction error means jax fails too; when jax fails, a recorded
+  and the weak type equal jax's; a deduction error means jax fails too; when jax fails, a recorded
   run-time check fails for those values, or the deduction was coarse and the concrete
   re-deduction (what the runtime does) raises ``ShapeError``; when jax succeeds every
   check holds (no valid program is rejected) and the concrete re-deduction is exact.
@@ -194,6 +194,9 @@ def _assert_matches(info: StructInfo, result: object, env: Mapping[str, int], wh
         assert mine.dtype == dtypes.canonical(jaxs.dtype), (
             f"{where}: dtype {mine.dtype} vs jax {jaxs.dtype}"
         )
+        # weak types as jax's (a weak bool promotes as a bool: we never make one)
+        weak = bool(getattr(jaxs, "weak_type", False)) and not dtypes.is_bool(mine.dtype)
+        assert mine.weak == weak, f"{where}: {mine!r} vs jax weak_type={weak}"
         if mine.ndim is not None:
             assert mine.ndim == len(jaxs.shape), f"{where}: {mine!r} vs jax shape {jaxs.shape}"
         if mine.shape is not None:

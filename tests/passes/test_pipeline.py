@@ -26,8 +26,8 @@ def program():
 def test_default_pipeline_legalises_and_cleans():
     pipeline = default_pipeline("llvm", verify=True)
     assert str(pipeline) == (
-        "Pipeline(eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code, fuse_ops, "
-        "ScheduleKernels)"
+        "Pipeline(eliminate_dead_code, inplace_updates, legalize, dedup_kernels, "
+        "eliminate_dead_code, fuse_ops, ScheduleKernels)"
     )
     mod = pipeline(program())
     # the dead scale is gone; the add and the live scale fuse into one scheduled kernel

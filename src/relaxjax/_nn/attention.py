@@ -24,6 +24,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.errors import ShapeError
 from relaxjax.ops.attention import AttentionAttrs, logits_dtype
+from relaxjax.ops.base import nonzero_floordiv
 from relaxjax.ops.creation import ArangeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.linalg import EinsumAttrs
@@ -243,7 +244,7 @@ def _logits(query: object, key: object, dtype: str) -> object:
     kv_heads = _shape(key)[2]
     if arith.compare(heads, "==", kv_heads) is True:
         return emit("einsum", (query, key), EinsumAttrs("btnh,bsnh->bnts"))
-    groups = heads // kv_heads
+    groups = nonzero_floordiv(heads, kv_heads)  # the attention op requires 1 <= kv_heads
     grouped = emit("reshape", (query,), ReshapeAttrs((batch, target, kv_heads, groups, width)))
     logits = emit("einsum", (grouped, key), EinsumAttrs("btkgh,bskh->bkgts"))
     return emit("reshape", (logits,), ReshapeAttrs((batch, heads, target, _shape(key)[1])))

@@ -26,6 +26,7 @@ from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
 from relaxjax.ops.arg_reduction import ArgReduceAttrs
 from relaxjax.ops.axes import normalize_axes
+from relaxjax.ops.base import as_tensor_info
 from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.ops.index import StridedSliceAttrs, TakeAttrs
 from relaxjax.ops.join import AxisAttrs, SplitAttrs
@@ -37,6 +38,7 @@ from relaxjax.ops.manipulate import (
     SqueezeAttrs,
     SwapaxesAttrs,
     TransposeAttrs,
+    size_one_axes,
     swap_permutation,
 )
 from relaxjax.ops.pad import PadAttrs
@@ -229,7 +231,15 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
-    """``jnp.squeeze``: remove size-1 axes (all of them when ``axis`` is None)."""
+    """``jnp.squeeze``: remove size-1 axes (all of them when ``axis`` is None).
+
+    ``axis=None`` is decided while tracing, so the result's rank is known: a dim proven 1
+    is removed, one proven not 1 (a constant, or a symbol bounded off 1) is kept, and a
+    dim that may or may not be 1 raises ``InconclusiveShapeError`` asking for ``axis=``
+    (jax refuses it the same way).
+    """
+    if axis is None and isinstance(a, Tracer):
+        axis = size_one_axes("squeeze", as_tensor_info(a.info, "squeeze"))
     return emit("squeeze", (a,), SqueezeAttrs(_axes_or_none("squeeze", axis, _rank(a))))
 
 

@@ -9,8 +9,9 @@ canonical form and its print order.
 from relaxjax.arith.expr import Dim, Expr, FloorDiv, Max, Min, Mod, Poly, Sym, set_value_of_dim
 
 # isort: split
-from relaxjax.arith.algebra import as_dim, floordiv, mod
+from relaxjax.arith.algebra import as_dim, exact_div, floordiv, mod
 from relaxjax.arith.bounds import bounds
+from relaxjax.arith.cases import decide_by_cases
 from relaxjax.arith.codegen import compile_dims, to_python
 from relaxjax.arith.compare import (
     compare,
@@ -41,7 +42,9 @@ __all__ = [
     "bounds",
     "compare",
     "compile_dims",
+    "decide_by_cases",
     "evaluate",
+    "exact_div",
     "floordiv",
     "free_symbols",
     "linear_in",

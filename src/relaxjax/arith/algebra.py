@@ -18,6 +18,8 @@ integer value of the symbols (Python floor semantics):
   ``a % -c = -((-a) % c)``.
 - a symbolic divisor ``b`` is resolved only when ``b`` is provably non-zero and
   ``a`` is a polynomial multiple of it, or ``0 <= a < b`` is provable;
+- :func:`exact_div` divides polynomials exactly, for callers whose run-time checks
+  exclude a zero divisor (``a // b`` must hold for every value, so it cannot);
 - ``min``/``max`` live in :mod:`.extremum`.
 """
 
@@ -265,6 +267,26 @@ def _mod_remainder(r: Dim, c: int) -> Dim:
     return Mod.make(r, c)
 
 
+def exact_div(a: Dim, b: Dim) -> Dim | None:
+    """The polynomial ``q`` with ``a == q * b`` for every value of the symbols, or None.
+
+    Then ``a // b == q`` wherever ``b != 0`` (and ``a == 0`` wherever ``b == 0``), so an
+    op whose run-time checks exclude a zero divisor may use ``q`` for ``a // b``, which
+    :func:`floordiv` leaves unresolved unless ``b`` is non-zero for every value:
+
+    >>> from relaxjax.arith.expr import Sym
+    >>> a, b, n = Sym("a"), Sym("b"), Sym("n")
+    >>> exact_div(a * b * 6, b * 3), exact_div(n * n + n, n + 1), exact_div(n + 1, n)
+    (a * 2, n, None)
+    """
+    if isinstance(b, int) and b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b if a % b == 0 else None
+    quotient = exact_quotient(to_terms(a), to_terms(b))
+    return None if quotient is None else close(quotient)
+
+
 def _provably_nonzero(b: Dim) -> bool:
     lo, hi = _bounds.lower(b), _bounds.upper(b)
     return lo > 0 or hi < 0
@@ -299,6 +321,7 @@ __all__ = [
     "as_dim",
     "as_dim_or_none",
     "close",
+    "exact_div",
     "floordiv",
     "mod",
     "mul",

@@ -109,29 +109,56 @@ def split_constant(terms: Terms) -> tuple[Terms, int]:
 
 
 def exact_quotient(dividend: Terms, divisor: Terms) -> Terms | None:
-    """``q`` with ``dividend == q * divisor`` as polynomials, when easy to find.
+    """``q`` with ``dividend == q * divisor`` as polynomials over the integers (the atoms
+    taken as independent indeterminates), or ``None`` when there is none.
 
-    Handles a one-term divisor (monomial division) and a divisor that the dividend
-    is an integer multiple of; returns ``None`` otherwise.
+    Multivariate division by the divisor's leading term in a graded lexicographic order:
+    for a single divisor it is complete (when ``q`` exists, ``lead(dividend) ==
+    lead(q) * lead(divisor)``, so every leading term met divides) and exact (the
+    remainder must vanish). The identity holds for every value of the atoms, so
+    ``dividend // divisor == q`` wherever the divisor is non-zero. Gives up (``None``)
+    after :data:`DIVISION_STEPS` steps.
     """
     if not divisor:
         return None
     if not dividend:
         return {}
-    if len(divisor) == 1:
-        ((dm, dc),) = divisor.items()
-        quotient: Terms = {}
-        for monomial, coeff in dividend.items():
-            rest = _divide_monomial(monomial, dm)
-            if rest is None or coeff % dc:
-                return None
-            quotient[rest] = coeff // dc
-        return quotient
-    monomial, coeff = next(iter(divisor.items()))
-    if monomial not in dividend or dividend[monomial] % coeff:
-        return None
-    factor = dividend[monomial] // coeff
-    return {CONSTANT: factor} if scaled(divisor, factor) == dividend else None
+    order = _graded_order(dividend, divisor)
+    lead, lead_coeff = max(divisor.items(), key=lambda item: order(item[0]))
+    remainder = dict(dividend)
+    quotient: Terms = {}
+    for _ in range(DIVISION_STEPS):
+        if not remainder:
+            return quotient
+        monomial, coeff = max(remainder.items(), key=lambda item: order(item[0]))
+        factor = _divide_monomial(monomial, lead)
+        if factor is None or coeff % lead_coeff:
+            return None
+        step = {factor: coeff // lead_coeff}
+        add_into(quotient, step)
+        add_into(remainder, multiply(step, divisor), -1)
+    return None
+
+
+#: The most leading terms :func:`exact_quotient` cancels before giving up.
+DIVISION_STEPS = 256
+
+
+def _graded_order(*polynomials: Terms):
+    """A monomial order over the atoms of ``polynomials``: total degree, then the
+    exponents of the atoms in canonical atom order (compatible with products, so the
+    leading term of a product is the product of the leading terms)."""
+    atoms = sorted(
+        {atom for terms in polynomials for monomial in terms for atom, _ in monomial},
+        key=lambda atom: atom.sort_key(),
+    )
+
+    def key(monomial: Monomial) -> tuple:
+        powers = dict(monomial)
+        exponents = tuple(powers.get(atom, 0) for atom in atoms)
+        return (sum(exponents), exponents)
+
+    return key
 
 
 def _divide_monomial(monomial: Monomial, divisor: Monomial) -> Monomial | None:

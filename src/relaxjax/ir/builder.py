@@ -107,6 +107,17 @@ class BlockBuilder:
         finally:
             self._scope = None
 
+    def add_param(self, param: Var) -> None:
+        """Append a parameter to the function being built; its symbols become defined.
+
+        A control-flow region (a branch or loop body) is traced as a function of its own
+        and receives the values it closes over as extra parameters, met while tracing.
+        """
+        scope = self._current("add_param")
+        params = (*scope.params, param)
+        scope.symbols.update(_param_symbols(scope.name, params))
+        scope.params = params
+
     @contextmanager
     def dataflow(self) -> Iterator[None]:
         """Open a dataflow block: bindings get ``DataflowVar``s, outputs via :meth:`emit_output`."""
@@ -134,6 +145,11 @@ class BlockBuilder:
             block_type = DataflowBlock if scope.in_dataflow else BindingBlock
             scope.blocks.append(block_type(scope.bindings))
             scope.bindings = []
+
+    def current_bindings(self) -> tuple[AnyBinding, ...]:
+        """The bindings of the function being built so far, in order."""
+        scope = self._current("current_bindings")
+        return tuple(b for block in scope.blocks for b in block.bindings) + tuple(scope.bindings)
 
     @property
     def symbols(self) -> Mapping[str, Sym]:

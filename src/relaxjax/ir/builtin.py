@@ -10,8 +10,18 @@ returns a value of ``out_info``.
 - ``call_extern(func, args, out_info)`` calls the external library function ``func``
   (an ``ExternFunc``) the same way.
 
-They print as ``call_tir(mod.matmul, (x, w), out_info=Tensor((n, 4), "float32"))`` and
+- ``call_tir_inplace(kernel, args, targets, out_info, tir_vars=None)`` calls a kernel whose
+  outputs are the existing tensors ``targets`` (a ``Tuple``), which it updates in place:
+  the call's value *is* those buffers, changed. A target must be dead after the call and
+  owned by the function (a value a call of the function computed, or a parameter the
+  function may overwrite, see ``ir.control.donated_params``); ``verify`` checks both.
+
+They print as ``call_tir(mod.matmul, (x, w), out_info=Tensor((n, 4), "float32"))``,
+``call_tir_inplace(mod.dynamic_update_slice_inplace, (u, i), (cache,), out_info=...)`` and
 ``call_extern(extern("cblas_sgemm"), (x, w), out_info=...)``.
+
+Control flow (``switch``, ``while_loop``, ``fori_loop``, ``scan``) is in
+:mod:`relaxjax.ir.control`; its ops are builtins too (:data:`BUILTIN_OPS`).
 """
 
 from __future__ import annotations
@@ -19,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from relaxjax.ir.control import CONTROL_OPS
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.nodes import Call, Expr, ExternFunc, GlobalVar, ShapeExpr, Tuple
-from relaxjax.ir.struct_info import ObjectInfo, ShapeInfo, StructInfo, TupleInfo
+from relaxjax.ir.struct_info import ObjectInfo, ShapeInfo, StructInfo, TensorInfo, TupleInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,50 @@ class CallTIROp:
         return "CALL_TIR"  # unpickles as the singleton
 
 
+@dataclass(frozen=True, slots=True)
+class CallTIRInplaceAttrs:
+    """The info of the value a ``call_tir_inplace`` returns (its updated targets)."""
+
+    out_info: StructInfo
+
+
+class CallTIRInplaceOp:
+    """``call_tir_inplace``: call a kernel that updates existing tensors in place."""
+
+    name = "call_tir_inplace"
+    Attrs = CallTIRInplaceAttrs
+
+    def infer(self, args: Sequence[StructInfo], attrs: CallTIRInplaceAttrs, ctx: InferContext):
+        """The result's info is the declared ``out_info``, which must fit the targets."""
+        if len(args) not in (3, 4):
+            ctx.fail(f"takes 3 or 4 operands, got {len(args)}")
+        if not isinstance(args[0], ObjectInfo):
+            ctx.fail(f"the callee must be a function reference, got a value of {args[0]!r}")
+        for position, what in ((1, "arguments"), (2, "targets")):
+            if not isinstance(args[position], TupleInfo):
+                ctx.fail(f"the {what} must be a tuple, got a value of {args[position]!r}")
+        if len(args) == 4 and not isinstance(args[3], ShapeInfo):
+            ctx.fail(f"the extra scalar arguments must be a shape value, got {args[3]!r}")
+        targets = args[2].fields  # type: ignore[union-attr]
+        results = (
+            attrs.out_info.fields if isinstance(attrs.out_info, TupleInfo) else (attrs.out_info,)
+        )
+        if len(results) != len(targets):
+            ctx.fail(f"updates {len(targets)} target(s) but declares {len(results)} result(s)")
+        for target, result in zip(targets, results):
+            if not isinstance(target, TensorInfo) or not isinstance(result, TensorInfo):
+                ctx.fail(f"targets and results are tensors, got {target!r} and {result!r}")
+            if target.dtype != result.dtype or target.ndim != result.ndim:
+                ctx.fail(f"a target of {target!r} cannot hold a result of {result!r}")
+        return attrs.out_info
+
+    def __repr__(self) -> str:
+        return "Op(call_tir_inplace)"
+
+    def __reduce__(self) -> str:
+        return "CALL_TIR_INPLACE"  # unpickles as the singleton
+
+
 class CallExternOp:
     """``call_extern``: call an external library function (destination-passing style)."""
 
@@ -88,7 +143,13 @@ class CallExternOp:
 
 CALL_TIR = CallTIROp()
 CALL_EXTERN = CallExternOp()
-BUILTIN_OPS = {CALL_TIR.name: CALL_TIR, CALL_EXTERN.name: CALL_EXTERN}
+CALL_TIR_INPLACE = CallTIRInplaceOp()
+BUILTIN_OPS = {
+    CALL_TIR.name: CALL_TIR,
+    CALL_EXTERN.name: CALL_EXTERN,
+    CALL_TIR_INPLACE.name: CALL_TIR_INPLACE,
+    **CONTROL_OPS,
+}
 
 
 def _as_tuple(args: Tuple | Sequence[Expr]) -> Tuple:
@@ -119,3 +180,21 @@ def call_extern(func: ExternFunc, args: Tuple | Sequence[Expr], out_info: Struct
         raise TypeError(f"call_extern calls an ExternFunc, got {func!r}")
     attrs = CallExternAttrs(out_info)
     return Call(CALL_EXTERN, (func, _as_tuple(args)), attrs, out_info)
+
+
+def call_tir_inplace(
+    kernel: GlobalVar,
+    args: Tuple | Sequence[Expr],
+    targets: Tuple | Sequence[Expr],
+    out_info: StructInfo,
+    tir_vars: ShapeExpr | None = None,
+) -> Call:
+    """A call of ``kernel`` on ``args`` writing its outputs into ``targets`` in place."""
+    if not isinstance(kernel, GlobalVar):
+        raise TypeError(f"call_tir_inplace calls a kernel named by a GlobalVar, got {kernel!r}")
+    operands: tuple[Expr, ...] = (kernel, _as_tuple(args), _as_tuple(targets))
+    if tir_vars is not None:
+        if not isinstance(tir_vars, ShapeExpr):
+            raise TypeError(f"call_tir_inplace tir_vars must be a ShapeExpr, got {tir_vars!r}")
+        operands += (tir_vars,)
+    return Call(CALL_TIR_INPLACE, operands, CallTIRInplaceAttrs(out_info), out_info)

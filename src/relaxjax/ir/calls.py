@@ -103,8 +103,13 @@ def match_call(
     callee: Function,
     arg_infos: Sequence[StructInfo],
     location: SourceLocation | None = None,
+    with_preconditions: bool = True,
 ) -> CallMatch:
     """Match a call of ``callee`` with arguments of ``arg_infos`` (see the module doc).
+
+    ``with_preconditions=False`` leaves the callee's preconditions to the callee, which
+    checks them when it runs: a control op does so for its regions, since a branch not
+    taken or a loop body run zero times must not fail on them.
 
     Raises:
         TypeError: wrong argument count, kind or dtype, or an argument whose info is too
@@ -133,7 +138,7 @@ def match_call(
     sizes = _defined_by_size(pairs, binders)
     for symbol in signature_symbols(callee):
         _require_bounds(ctx, name, symbol, mapping[symbol.name], symbol.name in sizes)
-    for check in preconditions(callee):
+    for check in preconditions(callee) if with_preconditions else ():
         args = tuple(arith.subs(a, mapping) for a in check.args)
         ctx.require(Check(check.kind, args, f"{name}: {check.message}"))
     info = subs_info(callee.ret_info, mapping)

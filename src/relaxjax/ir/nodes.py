@@ -267,20 +267,19 @@ class Check:
         return _holds(self.kind, values)
 
     def decide(self) -> bool | None:
-        """True if proven for every value of the symbols, False if never true, else None."""
+        """True if proven for every value of the symbols, False if never true, else None.
+
+        What the symbols' bounds cannot settle as a whole is decided by cases on small
+        values (:func:`relaxjax.arith.decide_by_cases`): ``broadcast(m, min(1, m))`` holds
+        at ``m == 0`` (both 0) and above (``min(1, m) == 1``).
+        """
         if all(isinstance(a, int) for a in self.args):
             return _holds(self.kind, self.args)  # type: ignore[arg-type]
-        a = self.args[0]
-        if self.kind == "nonneg":
-            return arith.compare(a, ">=", 0)
-        b = self.args[1]
-        if self.kind == "eq":
-            return arith.compare(a, "==", b)
-        if self.kind == "le":
-            return arith.compare(a, "<=", b)
-        if self.kind == "broadcast":
-            return _decide_broadcast(a, b)
-        return _decide_divides(a, b)
+        answer = _decide(self.kind, self.args, None)
+        if answer is not None:
+            return answer
+        kind, args = self.kind, self.args
+        return arith.decide_by_cases(lambda ranges: _decide(kind, args, ranges), args)
 
     def __repr__(self) -> str:
         return f"Check({self.relation()}, {self.message!r})"
@@ -305,8 +304,27 @@ def _holds(kind: str, values: Sequence[int]) -> bool:
     return b == 0 if a == 0 else b % a == 0
 
 
-def _decide_broadcast(a: Dim, b: Dim) -> bool | None:
-    options = [arith.compare(a, "==", b), arith.compare(a, "==", 1), arith.compare(b, "==", 1)]
+def _decide(kind: str, args: tuple[Dim, ...], ranges) -> bool | None:
+    """The relation for every value of the symbols (within ``ranges`` when given)."""
+    a = args[0]
+    if kind == "nonneg":
+        return arith.compare(a, ">=", 0, ranges)
+    b = args[1]
+    if kind == "eq":
+        return arith.compare(a, "==", b, ranges)
+    if kind == "le":
+        return arith.compare(a, "<=", b, ranges)
+    if kind == "broadcast":
+        return _decide_broadcast(a, b, ranges)
+    return _decide_divides(a, b, ranges)
+
+
+def _decide_broadcast(a: Dim, b: Dim, ranges) -> bool | None:
+    options = [
+        arith.compare(a, "==", b, ranges),
+        arith.compare(a, "==", 1, ranges),
+        arith.compare(b, "==", 1, ranges),
+    ]
     if True in options:
         return True
     if all(o is False for o in options):
@@ -314,12 +332,14 @@ def _decide_broadcast(a: Dim, b: Dim) -> bool | None:
     return None
 
 
-def _decide_divides(a: Dim, b: Dim) -> bool | None:
+def _decide_divides(a: Dim, b: Dim, ranges) -> bool | None:
+    if arith.exact_div(b, a) is not None:
+        return True  # b == q * a: b % a == 0 where a != 0, and b == 0 where a == 0
     if isinstance(a, int) and a == 0:
-        return arith.compare(b, "==", 0)
-    if arith.compare(a, "==", 0) is not False:
+        return arith.compare(b, "==", 0, ranges)
+    if arith.compare(a, "==", 0, ranges) is not False:
         return None
-    return arith.compare(b % a, "==", 0)
+    return arith.compare(b % a, "==", 0, ranges)
 
 
 # What a Call may call: an operator, a function or kernel in the module, or an external one.

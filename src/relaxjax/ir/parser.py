@@ -225,7 +225,9 @@ class _Reader:
             shape = self.dims(shape_node)
         dtype = "float32" if dtype_node is None else _literal_str(dtype_node, "dtype")
         ndim = None if ndim_node is None else self.number(ndim_node)
-        return TensorInfo(shape, dtype, ndim)  # type: ignore[arg-type]
+        weak_node = kwargs.get("weak")
+        weak = False if weak_node is None else bool(self.number(weak_node))
+        return TensorInfo(shape, dtype, ndim, weak)  # type: ignore[arg-type]
 
     def prim_info(self, args: list[ast.expr], kwargs: dict[str, ast.expr]) -> PrimInfo:
         dtype = _literal_str(args[0] if args else kwargs.get("dtype"), "Prim dtype")

@@ -97,38 +97,54 @@ def format_dims(dims: Sequence[Dim]) -> str:
 class TensorInfo(StructInfo):
     """A tensor: dtype always known, rank and dims possibly unknown. Public as ``relax.Tensor``.
 
+    ``weak=True`` marks a weakly typed tensor, as jax's ``weak_type``: the result of an op
+    whose promotion ends at a Python scalar's kind (``x_i32 + 2.0`` is a weak float64), which
+    then promotes like that scalar (``(x_i32 + 2.0) * y_f32`` is float32). A weak bool is
+    never made: it promotes as a bool does.
+
     >>> TensorInfo(("n", "n*2"), "float16").shape[1]
     n * 2
     >>> TensorInfo(ndim=2, dtype="float32")
     Tensor(ndim=2, dtype="float32")
+    >>> TensorInfo((3,), "float64", weak=True)
+    Tensor((3,), "float64", weak=True)
     """
 
     shape: tuple[Dim, ...] | None
     dtype: str
     ndim: int | None
+    weak: bool
 
     def __init__(
         self,
         shape: Sequence[Dim | str] | None = None,
         dtype: object = "float32",
         ndim: int | None = None,
+        weak: bool = False,
     ) -> None:
         dims, rank = _shape_and_ndim(shape, ndim)
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dtypes.canonical(dtype))
         object.__setattr__(self, "ndim", rank)
+        object.__setattr__(self, "weak", bool(weak) and not dtypes.is_bool(self.dtype))
 
     @property
     def is_known_shape(self) -> bool:
         """True when every dim is known (as an int or a symbolic expression)."""
         return self.shape is not None
 
+    @property
+    def weak_operand(self) -> dtypes.Operand:
+        """This tensor as a promotion operand: a ``dtypes.Weak`` kind when weak."""
+        return dtypes.weak_operand(self.dtype, self.weak)
+
     def __repr__(self) -> str:
+        weak = ", weak=True" if self.weak else ""
         if self.shape is not None:
-            return f'Tensor({format_dims(self.shape)}, "{self.dtype}")'
+            return f'Tensor({format_dims(self.shape)}, "{self.dtype}"{weak})'
         if self.ndim is not None:
-            return f'Tensor(ndim={self.ndim}, dtype="{self.dtype}")'
-        return f'Tensor(dtype="{self.dtype}")'
+            return f'Tensor(ndim={self.ndim}, dtype="{self.dtype}"{weak})'
+        return f'Tensor(dtype="{self.dtype}"{weak})'
 
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
@@ -195,11 +211,7 @@ class PrimInfo(StructInfo):
     @property
     def weak_operand(self) -> dtypes.Operand:
         """This scalar as a promotion operand: a ``dtypes.Weak`` kind when weak."""
-        if not self.weak:
-            return self.dtype
-        if dtypes.is_bool(self.dtype):
-            return dtypes.Weak("bool")
-        return dtypes.Weak("float" if dtypes.is_floating(self.dtype) else "int")
+        return dtypes.weak_operand(self.dtype, self.weak)
 
     def __repr__(self) -> str:
         parts = [f'"{self.dtype}"']
@@ -309,7 +321,8 @@ def erase(info: StructInfo, level: str = "shape") -> StructInfo:
     if level == "object" or isinstance(info, ObjectInfo):
         return ObjectInfo()
     if isinstance(info, TensorInfo):
-        return TensorInfo(dtype=info.dtype, ndim=info.ndim if level == "shape" else None)
+        ndim = info.ndim if level == "shape" else None
+        return TensorInfo(dtype=info.dtype, ndim=ndim, weak=info.weak)
     if isinstance(info, ShapeInfo):
         return ShapeInfo(ndim=info.ndim if level == "shape" else None)
     if isinstance(info, PrimInfo):
@@ -340,7 +353,7 @@ def lca(a: StructInfo, b: StructInfo) -> StructInfo:
         shape, ndim = _lca_dims(a.shape, b.shape)
         if shape is None and a.ndim == b.ndim:
             ndim = a.ndim
-        return TensorInfo(shape, a.dtype, ndim)
+        return TensorInfo(shape, a.dtype, ndim, a.weak and b.weak)
     if isinstance(a, ShapeInfo):
         assert isinstance(b, ShapeInfo)
         values, ndim = _lca_dims(a.values, b.values)
@@ -400,7 +413,7 @@ def map_dims(info: StructInfo, fn) -> StructInfo:
     """``info`` with every dim and scalar value replaced by ``fn(dim)``."""
     if isinstance(info, TensorInfo):
         shape = None if info.shape is None else tuple(fn(d) for d in info.shape)
-        return TensorInfo(shape, info.dtype, info.ndim)
+        return TensorInfo(shape, info.dtype, info.ndim, info.weak)
     if isinstance(info, ShapeInfo):
         values = None if info.values is None else tuple(fn(d) for d in info.values)
         return ShapeInfo(values, info.ndim)

@@ -16,7 +16,14 @@ Rules (the name starts the message, followed by the function and the binding):
   with what ``op.infer`` deduces again (equal or coarser, with every deduced run-time check
   recorded), and the function's ``ret_info`` with its body.
 - ``callee-exists``: a call of a ``GlobalVar`` names a graph function of the module, and
-  ``call_tir`` names a kernel of the module (``call_extern`` calls an ``ExternFunc``).
+  ``call_tir`` names a kernel of the module (``call_extern`` calls an ``ExternFunc``); the
+  regions of a control op (``switch``, loops: :mod:`relaxjax.ir.control`) are graph functions.
+- ``control-consistent``: a control op's info and checks are those its regions give
+  (re-deduced: every loop carry keeps its dtype, rank and dims, branches agree); only a loop
+  body (the region that receives the carries) may donate parameters, and only carries;
+  a function that donates parameters is never called directly.
+- ``inplace-owned``: ``call_tir_inplace`` updates tensors the function owns and that are
+  dead after the update (:mod:`relaxjax.ir.inplace`).
 """
 
 from __future__ import annotations
@@ -29,8 +36,10 @@ from relaxjax import arith
 from relaxjax.arith import Sym
 from relaxjax.errors import RelaxError, VerifyError
 from relaxjax.ir.builder import infer_call, is_leaf
-from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR
+from relaxjax.ir.builtin import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE
 from relaxjax.ir.calls import match_call
+from relaxjax.ir.control import control_regions, deduce_control, donated_params, is_control_call
+from relaxjax.ir.inplace import BufferFacts
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
     Binding,
@@ -73,6 +82,8 @@ class _FunctionChecker:
         self.printer = Printer(locations=False)
         self.where = "the signature"
         self.binding: Binding | MatchCast | None = None
+        self.position = -1  # the binding's index in the function (for in-place updates)
+        self._buffers: BufferFacts | None = None
 
     def fail(self, rule: str, detail: str) -> NoReturn:
         message = f"{rule}: function {self.name}, {self.where}: {detail}"
@@ -107,6 +118,7 @@ class _FunctionChecker:
         local: list[Var] = []
         for binding in block.bindings:
             self.binding = binding
+            self.position += 1
             self.where = "binding " + self.printer.binding(binding, dataflow)[0]
             if isinstance(binding.var, DataflowVar):
                 if not dataflow:
@@ -208,12 +220,16 @@ class _FunctionChecker:
         self.use_symbols(_attrs_symbols(call.attrs))
         for check in call.checks:
             self.use_symbols(_dims_symbols(check.args))
-        if call.op is CALL_TIR or call.op is CALL_EXTERN:
+        if call.op is CALL_TIR or call.op is CALL_EXTERN or call.op is CALL_TIR_INPLACE:
             self.builtin_callee(call)
+        if call.op is CALL_TIR_INPLACE:
+            self.inplace(call)
         if isinstance(call.op, GlobalVar):
             self.rematch(call)
         elif not isinstance(call.op, ExternFunc):
             self.rededuce(call)
+        if is_control_call(call):
+            self.control(call)
 
     def callee(self, call: Call) -> None:
         if isinstance(call.op, GlobalVar):
@@ -225,19 +241,58 @@ class _FunctionChecker:
                     "info-consistent",
                     f"{call.op.name} takes {len(target.params)} arguments, got {len(call.args)}",
                 )
+            if donated_params(target):
+                self.fail(
+                    "control-consistent",
+                    f"{call.op.name} donates parameters (it is a loop body): only a loop calls it",
+                )
 
     def builtin_callee(self, call: Call) -> None:
         target = call.args[0] if call.args else None
-        if call.op is CALL_TIR:
+        if call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
             if not isinstance(target, GlobalVar) or not is_kernel(
                 self.mod.functions.get(target.name)
             ):
                 shown = self.printer.expr(target) if target is not None else "nothing"
                 self.fail(
-                    "callee-exists", f"call_tir of {shown}, which is not a kernel of the module"
+                    "callee-exists",
+                    f"{call.op.name} of {shown}, which is not a kernel of the module",
                 )
         elif not isinstance(target, ExternFunc):
             self.fail("callee-exists", "call_extern must call an ExternFunc")
+
+    def inplace(self, call: Call) -> None:
+        """Each target of ``call_tir_inplace`` is owned and dead after the update."""
+        if len(call.args) < 3:
+            return  # the op's own infer reports the arity
+        if self._buffers is None:
+            self._buffers = BufferFacts(self.func)
+        inputs = [call.args[1], *call.args[3:]]
+        targets = call.args[2]
+        for target in targets.fields if isinstance(targets, Tuple) else (targets,):
+            reason = self._buffers.why_not_update(self.position, target, inputs)
+            if reason is not None:
+                shown = self.printer.expr(target)
+                self.fail("inplace-owned", f"cannot update {shown} in place: {reason}")
+
+    def control(self, call: Call) -> None:
+        """A control op: regions exist, donate only what they may, and give the info."""
+        try:
+            deduced, checks = deduce_control(call, self.mod.functions.get)
+        except (RelaxError, TypeError, ValueError) as err:
+            rule = "callee-exists" if "not a graph function" in str(err) else "control-consistent"
+            self.fail(rule, str(err))
+        allowed = call.op.donatable(call.args)  # type: ignore[union-attr]
+        for ref in control_regions(call):
+            donated = donated_params(self.mod.functions[ref.name])  # type: ignore[arg-type]
+            if not donated <= allowed.get(ref.name, frozenset()):
+                owned = sorted(allowed.get(ref.name, ())) or "none"
+                self.fail(
+                    "control-consistent",
+                    f"{ref.name} donates parameters {sorted(donated)}, but "
+                    f"{call.op.name} owns only {owned} of its arguments",  # type: ignore[union-attr]
+                )
+        self.consistent(call, deduced, checks, call.op.name)  # type: ignore[union-attr]
 
     def rematch(self, call: Call) -> None:
         """A call of a graph function: its info and checks against a fresh match."""

@@ -27,6 +27,7 @@ from relaxjax.ops.base import (
     InferContext,
     Op,
     info_text,
+    nonzero_floordiv,
     register,
     require_equal,
     require_one_or,
@@ -199,7 +200,7 @@ def attention_kernel(
     logit = logits_dtype(dtype)
     batch, target, heads, width = as_4d(query.shape)
     source, kv_heads = as_4d(key.shape)[1:3]
-    groups = 1 if arith.compare(kv_heads, "==", heads) is True else heads // kv_heads
+    groups = nonzero_floordiv(heads, kv_heads)  # infer requires 1 <= kv_heads
     full = (batch, heads, target, source)
     if attrs.scale is not None:
         scale = as_expr(attrs.scale, logit)

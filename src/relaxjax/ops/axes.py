@@ -41,7 +41,13 @@ def linear_index(shape: Sequence[Dim], indices: Sequence[object]) -> Dim:
 
 
 def unravel(flat: object, shape: Sequence[Dim]) -> tuple[Dim, ...]:
-    """The row-major indices of flat position ``flat`` in ``shape``."""
+    """The row-major indices of flat position ``flat`` in ``shape``.
+
+    A shape with a zero dim has no positions, so no index is ever computed: zeros
+    then, where the digits would divide by the zero dim.
+    """
+    if any(arith.compare(dim, "==", 0) is True for dim in shape[1:]):
+        return (0,) * len(shape)
     position = _dim_of(flat)
     indices: list[Dim] = []
     for axis in range(len(shape) - 1, -1, -1):

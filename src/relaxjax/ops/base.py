@@ -32,7 +32,14 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.errors import LoweringError, ShapeError
-from relaxjax.ir import Check, InferContext, PrimInfo, StructInfo, TensorInfo, format_dims
+from relaxjax.ir import (
+    Check,
+    InferContext,
+    PrimInfo,
+    StructInfo,
+    TensorInfo,
+    format_dims,
+)
 
 Dim = arith.Dim
 
@@ -176,7 +183,7 @@ def as_tensor_info(info: StructInfo, op_name: str = "op", position: int = 0) -> 
     if isinstance(info, TensorInfo):
         return info
     if isinstance(info, PrimInfo):
-        return TensorInfo((), info.dtype)
+        return TensorInfo((), info.dtype, weak=info.weak)
     raise TypeError(f"{op_name}: argument {position} must be a tensor or a scalar, got {info!r}")
 
 
@@ -190,16 +197,32 @@ def tensor_args(
 
 
 def promote_types(op_name: str, args: Sequence[StructInfo]) -> str:
-    """The jax.numpy (x64) result dtype of ``args``; weak ``PrimInfo`` scalars stay weak."""
+    """The jax.numpy (x64) result dtype of ``args``; weak scalars and tensors stay weak."""
+    return promote_weak(op_name, args)[0]
+
+
+def promote_weak(op_name: str, args: Sequence[StructInfo]) -> tuple[str, bool]:
+    """The jax.numpy (x64) result dtype of ``args`` and whether it is weakly typed
+    (:func:`relaxjax.dtypes.result_type_weak`): ``x_i32 + 2.0`` is a weak float64."""
     tensor_args(op_name, args)
-    return dtypes.result_type(*(operand_type(a) for a in args))
+    return dtypes.result_type_weak(*(operand_type(a) for a in args))
 
 
 def operand_type(info: StructInfo) -> dtypes.Operand:
-    """The promotion operand of an argument: its dtype, or ``Weak`` for a weak scalar."""
+    """The promotion operand of an argument: its dtype, or ``Weak`` for a weakly typed
+    scalar or tensor."""
     if isinstance(info, PrimInfo):
         return info.weak_operand
-    return as_tensor_info(info).dtype
+    return as_tensor_info(info).weak_operand
+
+
+def weak_result(operands: Sequence[dtypes.Operand], dtype: str) -> bool:
+    """Whether an elementwise result of ``dtype`` is weakly typed, as in jax: the promotion
+    of ``operands`` ends at a weak kind (``x_i32 + 2.0``, ``exp(x_bool + 2)``), and the op
+    keeps that kind's default dtype (an op that computes in a fixed dtype, such as int32
+    for bool powers, or bool comparisons, gives a strongly typed result)."""
+    weak = dtypes.result_type_weak(*operands)[1]
+    return weak and dtype in (dtypes.default_int(), dtypes.default_float())
 
 
 def value_type(value: object) -> dtypes.Operand:
@@ -246,11 +269,9 @@ def in_compute_dtype(value: object, dtype: str) -> np.ndarray:
     return np.asarray(value).astype(compute_dtype(dtype))
 
 
-def with_dtype(info: TensorInfo, dtype: str) -> TensorInfo:
-    """``info``'s shape (or rank) with another dtype."""
-    if info.shape is not None:
-        return TensorInfo(info.shape, dtype)
-    return TensorInfo(dtype=dtype, ndim=info.ndim)
+def with_dtype(info: TensorInfo, dtype: str, weak: bool = False) -> TensorInfo:
+    """``info``'s shape (or rank) with another dtype (weakly typed when ``weak``)."""
+    return TensorInfo(info.shape, dtype, info.ndim, weak)
 
 
 def normalize_axis(op_name: str, axis: int, ndim: int) -> int:
@@ -321,19 +342,42 @@ def broadcast_result(dims: Sequence[Dim]) -> Dim | None:
     first = candidates[0]
     if all(arith.compare(d, "==", first) is True for d in candidates):
         return first  # all 1 together, or all the same size
+    for dim in sorted(candidates, key=_simplicity):
+        if all(other is dim or _one_implies_one(dim, other) for other in candidates):
+            return dim  # where dim is 1 every other is 1; elsewhere the others are 1 or dim
     return None
 
 
-def broadcast_infos(ctx: InferContext, infos: Sequence[TensorInfo], dtype: str) -> TensorInfo:
-    """The broadcast result of tensor operands, with the given dtype."""
+def _simplicity(dim: Dim) -> tuple[bool, int]:
+    """Orders equally valid answers: a bare symbol first, then shorter text."""
+    return (not isinstance(dim, arith.Sym), len(str(dim)))
+
+
+def _one_implies_one(dim: Dim, other: Dim) -> bool:
+    """Whether ``dim == 1`` implies ``other == 1`` for every value of the symbols, decided
+    by cases on small values (``m == 1`` implies ``min(1, m) == 1``, so ``m`` is the
+    broadcast of ``m`` and ``min(1, m)``, the size of ``x[:1]``)."""
+
+    def decide(ranges: dict) -> bool | None:
+        if arith.compare(dim, "!=", 1, ranges) is True:
+            return True
+        return arith.compare(other, "==", 1, ranges) or None
+
+    return arith.decide_by_cases(decide, (dim, other)) is True
+
+
+def broadcast_infos(
+    ctx: InferContext, infos: Sequence[TensorInfo], dtype: str, weak: bool = False
+) -> TensorInfo:
+    """The broadcast result of tensor operands, with the given dtype (and weak flag)."""
     if any(i.ndim is None for i in infos):
-        return TensorInfo(dtype=dtype)
+        return TensorInfo(dtype=dtype, weak=weak)
     if any(i.shape is None for i in infos):
-        return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0))
+        return TensorInfo(dtype=dtype, ndim=max((i.ndim for i in infos), default=0), weak=weak)
     shape = broadcast_shapes(ctx, [i.shape for i in infos])
     if shape is None:
-        return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos))
-    return TensorInfo(shape, dtype)
+        return TensorInfo(dtype=dtype, ndim=max(i.ndim for i in infos), weak=weak)
+    return TensorInfo(shape, dtype, weak=weak)
 
 
 def broadcast_to_shape(
@@ -352,7 +396,7 @@ def broadcast_to_shape(
     offset = len(target) - len(source)
     for axis, dim in enumerate(source):
         wanted = target[offset + axis]
-        if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", wanted) is True:
+        if one_or_equal(dim, wanted):
             continue
         message = (
             f"{ctx.op_name}: cannot broadcast {what} of shape {_shape_text(source)} to shape "
@@ -361,9 +405,23 @@ def broadcast_to_shape(
         ctx.require(Check("eq", ((dim - 1) * (dim - wanted), 0), message))
 
 
+def one_or_equal(dim: Dim, target: Dim) -> bool:
+    """Whether ``dim == 1 or dim == target`` holds for every value of the symbols, also
+    by cases on small values (``min(1, m)`` is ``m`` at 0 and 1 above)."""
+    if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", target) is True:
+        return True
+
+    def decide(ranges: dict) -> bool | None:
+        if arith.compare(dim, "==", 1, ranges) is True:
+            return True
+        return arith.compare(dim, "==", target, ranges) or None
+
+    return arith.decide_by_cases(decide, (dim, target)) is True
+
+
 def require_one_or(ctx: InferContext, dim: Dim, target: Dim, message: str) -> None:
     """Require ``dim == 1 or dim == target`` (one-sided broadcasting of ``dim`` to ``target``)."""
-    if arith.compare(dim, "==", 1) is True or arith.compare(dim, "==", target) is True:
+    if one_or_equal(dim, target):
         return
     if arith.compare(dim, "!=", 1) is True:
         ctx.require(Check("eq", (dim, target), f"{ctx.op_name}: {message}"))
@@ -376,6 +434,20 @@ def require_equal(ctx: InferContext, a: Dim, b: Dim, message: str) -> Dim:
     """Require ``a == b`` (proven, or checked at run time) and return ``a``."""
     ctx.require(Check("eq", (a, b), f"{ctx.op_name}: {message}"))
     return a
+
+
+def nonzero_floordiv(a: Dim, b: Dim) -> Dim:
+    """``a // b`` for a divisor that the op's run-time checks require to be non-zero.
+
+    The exact polynomial quotient when there is one (:func:`arith.exact_div`, equal to
+    ``a // b`` wherever ``b != 0``), else :func:`arith.floordiv`, which must hold for
+    every value and so cannot cancel a divisor that may be zero: for
+    ``x.reshape(c, a * b * d, -1)`` of ``(a, b, c, d)`` the ``-1`` is
+    ``(a * b * c * d) // (a * b * c * d)``, which is 1 because reshape requires the other
+    axes to hold elements.
+    """
+    quotient = arith.exact_div(a, b)
+    return arith.floordiv(a, b) if quotient is None else quotient
 
 
 def num_elements(shape: Sequence[Dim]) -> Dim:
@@ -399,10 +471,13 @@ __all__ = [
     "get",
     "in_compute_dtype",
     "info_text",
+    "nonzero_floordiv",
     "normalize_axis",
     "num_elements",
+    "one_or_equal",
     "operand_type",
     "promote_types",
+    "promote_weak",
     "reference_dtype",
     "reference_input",
     "register",
@@ -413,5 +488,6 @@ __all__ = [
     "to_inexact",
     "unsupported_dtype",
     "value_type",
+    "weak_result",
     "with_dtype",
 ]

@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from relaxjax import dtypes, tir
-from relaxjax.ir import StructInfo
+from relaxjax.ir import PrimInfo, StructInfo
 from relaxjax.ops.base import (
     InferContext,
     Op,
@@ -29,6 +29,7 @@ from relaxjax.ops.base import (
     to_inexact,
     unsupported_dtype,
     value_type,
+    weak_result,
 )
 from relaxjax.ops.kernel import broadcast_kernel, convert
 from relaxjax.ops.unary import OperandType
@@ -70,7 +71,7 @@ class BroadcastOp(Op):
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
     ) -> PrimFunc:
         """One stage over the broadcast result: ``out[i] = scalar(x[...], y[...])``."""
-        work = self.input_dtype([operand_type(a) for a in arg_infos])
+        work = self.work_dtype(arg_infos)
 
         def scalar(*loads: PrimExpr) -> PrimExpr:
             return self.scalar(*(convert(v, work) for v in loads))
@@ -78,10 +79,27 @@ class BroadcastOp(Op):
         names = self.operand_names[: len(arg_infos)]
         return broadcast_kernel(self.name, arg_infos, out_info, names, scalar)
 
+    def work_dtype(self, arg_infos: Sequence[StructInfo]) -> str:
+        """The dtype the kernel converts every operand to."""
+        return self.input_dtype([operand_type(a) for a in arg_infos])
+
+    def promotion_operands(self, types: Sequence[OperandType]) -> Sequence[OperandType]:
+        """The operands whose promotion gives the result's dtype (and its weak type)."""
+        return types
+
+    def result_info(
+        self, ctx: InferContext, args: Sequence[StructInfo], count: int | None
+    ) -> StructInfo:
+        """The broadcast result of ``count`` operands: its dtype, and weakly typed where
+        jax's is (``x_i32 + 2.0`` is a weak float64)."""
+        infos = tensor_args(self.name, args, count)
+        types = [operand_type(a) for a in args]
+        dtype = self.result_dtype(types)
+        weak = weak_result(self.promotion_operands(types), dtype)
+        return broadcast_infos(ctx, infos, dtype, weak)
+
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
-        infos = tensor_args(self.name, args, self.num_inputs)
-        dtype = self.result_dtype([operand_type(a) for a in args])
-        return broadcast_infos(ctx, infos, dtype)
+        return self.result_info(ctx, args, self.num_inputs)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         if len(arrays) != self.num_inputs:
@@ -203,15 +221,44 @@ class Mod(IntegerResultOp):
 @register
 class Power(IntegerResultOp):
     """``x ** y``. An integer raised to a negative power is only defined for ``|x| == 1``
-    (jax's value elsewhere depends on the platform); the reference gives 0 there."""
+    (jax's value elsewhere depends on the platform); the reference gives 0 there.
+
+    As ``jnp.power``, a concrete integer exponent (a Python int or bool, or a symbolic dim:
+    a scalar, not an array) keeps the base's dtype (bool becomes int32) and weak type;
+    otherwise the operands promote, an integer result is strongly typed, and a float base
+    with an integer exponent is weak only when both are.
+    """
 
     name = "power"
 
-    def input_dtype(self, types: Sequence[OperandType]) -> str:
+    def input_dtype(self, types: Sequence[OperandType], concrete: bool = True) -> str:
+        """``concrete``: whether a weak exponent is a scalar (see the class docstring);
+        a reference's Python scalars are."""
         base, exponent = types
-        if isinstance(exponent, dtypes.Weak) and exponent.kind == "int" and base == "bool":
+        if concrete and _is_weak_int(exponent) and base == "bool":
             return "int32"
         return super().input_dtype(types)
+
+    def work_dtype(self, arg_infos: Sequence[StructInfo]) -> str:
+        types = [operand_type(a) for a in arg_infos]
+        return self.input_dtype(types, isinstance(arg_infos[1], PrimInfo))
+
+    def result_info(
+        self, ctx: InferContext, args: Sequence[StructInfo], count: int | None
+    ) -> StructInfo:
+        infos = tensor_args(self.name, args, count)
+        base, exponent = types = [operand_type(a) for a in args]
+        concrete = isinstance(args[1], PrimInfo)
+        dtype = self.input_dtype(types, concrete)
+        if concrete and _is_weak_int(exponent):
+            weak = weak_result([base], dtype)  # lax.integer_pow of the base
+        elif dtypes.is_integer(dtype):
+            weak = False  # integer powers are computed from typed constants
+        elif isinstance(exponent, str) and dtypes.is_integer(exponent):
+            weak = False  # lax.pow(float base, typed integer exponent)
+        else:
+            weak = weak_result(types, dtype)
+        return broadcast_infos(ctx, infos, dtype, weak)
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         if x.dtype.kind == "f":
@@ -226,6 +273,10 @@ class Power(IntegerResultOp):
         power = tir.cast(tir.pow(tir.cast(x, "float64"), tir.cast(y, "float64")), x.dtype)
         zero = tir.const(0, x.dtype)
         return tir.select(tir.logical_and(tir.eq(x, zero), y < zero), zero, power)
+
+
+def _is_weak_int(operand: OperandType) -> bool:
+    return isinstance(operand, dtypes.Weak) and operand.kind in ("int", "bool")
 
 
 def maximum_expr(x: PrimExpr, y: PrimExpr) -> PrimExpr:

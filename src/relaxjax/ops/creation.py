@@ -51,7 +51,9 @@ def _optional_dtype(dtype: object) -> str | None:
     return None if dtype is None else dtypes.canonical(dtype)
 
 
-def _shape_info(ctx: object, op_name: str, shape: Sequence[Dim], dtype: str) -> TensorInfo:
+def _shape_info(
+    ctx: object, op_name: str, shape: Sequence[Dim], dtype: str, weak: bool = False
+) -> TensorInfo:
     """A tensor of ``shape``; every dim must be >= 0 (checked at run time when symbolic)."""
     for axis, dim in enumerate(shape):
         message = (
@@ -59,7 +61,7 @@ def _shape_info(ctx: object, op_name: str, shape: Sequence[Dim], dtype: str) -> 
             f"{format_dims(shape)} has size {dim}"
         )
         ctx.require(Check("nonneg", (dim,), message))
-    return TensorInfo(shape, dtype)
+    return TensorInfo(shape, dtype, weak=weak)
 
 
 def _identity(value: PrimExpr) -> PrimExpr:
@@ -158,15 +160,17 @@ class FullAttrs:
         object.__setattr__(self, "dtype", _optional_dtype(self.dtype))
 
 
-def _fill_dtype(fill: dtypes.Operand, dtype: str | None) -> str:
-    return dtype if dtype is not None else dtypes.result_type(fill)
+def _fill_type(fill: dtypes.Operand, dtype: str | None) -> tuple[str, bool]:
+    """The dtype of ``full``'s result and whether it is weakly typed: the fill's (weak for
+    a Python scalar, as ``jnp.full((2,), 1)``), or the requested dtype (strong)."""
+    return (dtype, False) if dtype is not None else dtypes.result_type_weak(fill)
 
 
 def _fill_info(
-    ctx: object, op_name: str, fill: TensorInfo, shape: Sequence[Dim], dtype: str
+    ctx: object, op_name: str, fill: TensorInfo, shape: Sequence[Dim], dtype: str, weak: bool
 ) -> TensorInfo:
     """The result of filling ``shape`` with ``fill`` (which broadcasts to it)."""
-    info = _shape_info(ctx, op_name, shape, dtype)
+    info = _shape_info(ctx, op_name, shape, dtype, weak)
     if fill.shape is not None:
         broadcast_to_shape(ctx, fill.shape, shape, "fill_value")
     elif fill.ndim is not None and fill.ndim > len(shape):
@@ -176,7 +180,7 @@ def _fill_info(
         )
     elif fill.ndim is None or fill.ndim > 0:
         # Unknown fill dims: the result is only as precise as a run-time re-deduction.
-        return TensorInfo(dtype=dtype, ndim=len(shape))
+        return TensorInfo(dtype=dtype, ndim=len(shape), weak=weak)
     return info
 
 
@@ -196,13 +200,13 @@ class Full(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         (fill,) = tensor_args(self.name, args, 1)
-        dtype = _fill_dtype(operand_type(args[0]), attrs.dtype)
-        return _fill_info(ctx, self.name, fill, attrs.shape, dtype)
+        dtype, weak = _fill_type(operand_type(args[0]), attrs.dtype)
+        return _fill_info(ctx, self.name, fill, attrs.shape, dtype, weak)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (fill,) = arrays
         shape = _concrete_shape(self.name, attrs.shape)
-        return _fill_reference(fill, shape, _fill_dtype(value_type(fill), attrs.dtype))
+        return _fill_reference(fill, shape, _fill_type(value_type(fill), attrs.dtype)[0])
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
@@ -224,20 +228,21 @@ class LikeAttrs:
             object.__setattr__(self, "shape", _canonical_shape(self.shape))
 
 
-def _like_dtype(attrs: LikeAttrs, like: dtypes.Operand) -> str:
-    """The dtype of a ``*_like`` result: the override, else the operand's."""
-    return attrs.dtype or dtypes.result_type(like)
+def _like_type(attrs: LikeAttrs, like: dtypes.Operand) -> tuple[str, bool]:
+    """The dtype of a ``*_like`` result and whether it is weakly typed: the override
+    (strong), else the operand's (weak when the operand is, as ``jnp.zeros_like``)."""
+    if attrs.dtype is not None:
+        return attrs.dtype, False
+    return dtypes.result_type_weak(like)
 
 
 def _like_info(
-    ctx: object, op_name: str, like: StructInfo, attrs: LikeAttrs, dtype: str
+    ctx: object, op_name: str, like: StructInfo, attrs: LikeAttrs, dtype: str, weak: bool
 ) -> TensorInfo:
     (info,) = tensor_args(op_name, [like], 1)
     if attrs.shape is not None:
-        return _shape_info(ctx, op_name, attrs.shape, dtype)
-    if info.shape is not None:
-        return TensorInfo(info.shape, dtype)
-    return TensorInfo(dtype=dtype, ndim=info.ndim)
+        return _shape_info(ctx, op_name, attrs.shape, dtype, weak)
+    return TensorInfo(info.shape, dtype, info.ndim, weak)
 
 
 def _like_shape(op_name: str, like: object, attrs: LikeAttrs) -> tuple[int, ...]:
@@ -256,12 +261,12 @@ class ConstantLike(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         tensor_args(self.name, args, 1)
-        dtype = _like_dtype(attrs, operand_type(args[0]))
-        return _like_info(ctx, self.name, args[0], attrs, dtype)
+        dtype, weak = _like_type(attrs, operand_type(args[0]))
+        return _like_info(ctx, self.name, args[0], attrs, dtype, weak)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (like,) = arrays
-        dtype = _like_dtype(attrs, value_type(like))
+        dtype = _like_type(attrs, value_type(like))[0]
         shape = _like_shape(self.name, like, attrs)
         return np.full(shape, self.fill, dtype=dtypes.to_numpy(dtype))
 
@@ -302,15 +307,15 @@ class FullLike(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         _, fill = tensor_args(self.name, args, 2)
-        dtype = _like_dtype(attrs, operand_type(args[0]))
-        like = _like_info(ctx, self.name, args[0], attrs, dtype)
+        dtype, weak = _like_type(attrs, operand_type(args[0]))
+        like = _like_info(ctx, self.name, args[0], attrs, dtype, weak)
         if like.shape is None:
             return like
-        return _fill_info(ctx, self.name, fill, like.shape, dtype)
+        return _fill_info(ctx, self.name, fill, like.shape, dtype, weak)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         like, fill = arrays
-        dtype = _like_dtype(attrs, value_type(like))
+        dtype = _like_type(attrs, value_type(like))[0]
         return _fill_reference(fill, _like_shape(self.name, like, attrs), dtype)
 
     def lower(

@@ -16,7 +16,6 @@ from relaxjax import dtypes, tir
 from relaxjax.ir import StructInfo
 from relaxjax.ops.base import (
     InferContext,
-    broadcast_infos,
     in_compute_dtype,
     operand_type,
     reference_input,
@@ -73,6 +72,9 @@ class Where(BroadcastOp):
     def input_dtype(self, types: Sequence[OperandType]) -> str:
         return dtypes.result_type(*types[1:])
 
+    def promotion_operands(self, types: Sequence[OperandType]) -> Sequence[OperandType]:
+        return types[1:]
+
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         condition, x, y = arrays
         kinds = [value_type(a) for a in arrays]
@@ -112,9 +114,7 @@ class Clip(BroadcastOp):
     num_inputs = None
 
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
-        infos = tensor_args(self.name, args, 1 + attrs.has_min + attrs.has_max)
-        dtype = self.result_dtype([operand_type(a) for a in args])
-        return broadcast_infos(ctx, infos, dtype)
+        return self.result_info(ctx, args, 1 + attrs.has_min + attrs.has_max)
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         if len(arrays) != 1 + attrs.has_min + attrs.has_max:

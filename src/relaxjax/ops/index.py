@@ -117,11 +117,11 @@ class Take(Op):
         if dtypes.is_floating(indices.dtype):
             raise TypeError(f"take: indices must have an integer type, got {indices.dtype}")
         if a.ndim is None or indices.ndim is None:
-            return TensorInfo(dtype=a.dtype)
+            return TensorInfo(dtype=a.dtype, weak=a.weak)
         axis = normalize_axis(self.name, attrs.axis, a.ndim)
         out_ndim = a.ndim - 1 + indices.ndim
         if a.shape is None or indices.shape is None:
-            return TensorInfo(dtype=a.dtype, ndim=out_ndim)
+            return TensorInfo(dtype=a.dtype, ndim=out_ndim, weak=a.weak)
         size = a.shape[axis]
         count = num_elements(indices.shape)
         message = (
@@ -129,7 +129,9 @@ class Take(Op):
             f"{info_text(a)}: the axis is empty"
         )
         ctx.require(Check("le", (arith.min_(count, 1), size), message))
-        return TensorInfo(a.shape[:axis] + indices.shape + a.shape[axis + 1 :], a.dtype)
+        return TensorInfo(
+            a.shape[:axis] + indices.shape + a.shape[axis + 1 :], a.dtype, weak=a.weak
+        )
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = TakeAttrs() if attrs is None else attrs
@@ -199,16 +201,30 @@ def _is_dim(value: object) -> bool:
 
 def step_sign(step: Dim) -> int:
     """+1 or -1; ``ValueError`` for a zero step, ``InconclusiveShapeError`` when the sign
-    of a symbolic step is not provable."""
+    of a symbolic step is not provable.
+
+    A symbolic step proven ``>= 0`` (or ``<= 0``) has its sign: 0 is not a valid step
+    (Python and jax refuse it), so ``strided_slice`` checks at run time that it is not 0
+    (:func:`nonzero_step_check`), and ``x[::x.shape[1]]`` deduces its shape.
+    """
     if isinstance(step, int):
         if step == 0:
             raise ValueError("slice step cannot be zero")
         return 1 if step > 0 else -1
-    if arith.compare(step, ">=", 1) is True:
+    if arith.compare(step, ">=", 0) is True:
         return 1
-    if arith.compare(step, "<=", -1) is True:
+    if arith.compare(step, "<=", 0) is True:
         return -1
     raise InconclusiveShapeError(f"the sign of the slice step {step} cannot be proven")
+
+
+def nonzero_step_check(op_name: str, step: Dim, axis: int) -> Check | None:
+    """The run-time check that a symbolic step of known sign is not 0 (None when proven)."""
+    if isinstance(step, int):
+        return None
+    relation = (1, step) if step_sign(step) > 0 else (step, -1)
+    message = f"{op_name}: slice step {step} of axis {axis} cannot be zero"
+    return Check("le", relation, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,14 +313,17 @@ class StridedSlice(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         axes = normalize_axes(self.name, attrs.axes, x.ndim)
         drop = set(normalize_axes(self.name, attrs.drop, x.ndim))
         out_ndim = x.ndim - len(drop)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=out_ndim)
+            return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
         shape = list(x.shape)
         for axis, begin, end, step in zip(axes, attrs.begin, attrs.end, attrs.step):
+            check = nonzero_step_check(self.name, step, axis)
+            if check is not None:
+                ctx.require(check)
             _, shape[axis] = slice_extent(x.shape[axis], begin, end, step)
             if axis in drop:
                 message = (
@@ -312,7 +331,9 @@ class StridedSlice(Op):
                     f"{info_text(x)} (size {x.shape[axis]})"
                 )
                 ctx.require(Check("eq", (shape[axis], 1), message))
-        return TensorInfo(tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype)
+        return TensorInfo(
+            tuple(d for i, d in enumerate(shape) if i not in drop), x.dtype, weak=x.weak
+        )
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """``out[i] = x[start + i * step]`` on sliced axes, ``x[start]`` on dropped ones."""
@@ -360,6 +381,7 @@ __all__ = [
     "TakeAttrs",
     "fill_element",
     "fill_value",
+    "nonzero_step_check",
     "slice_extent",
     "step_sign",
 ]

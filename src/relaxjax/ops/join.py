@@ -25,7 +25,7 @@ from relaxjax.ops.base import (
     as_tensor_info,
     info_text,
     normalize_axis,
-    promote_types,
+    promote_weak,
     reference_input,
     register,
     require_equal,
@@ -52,19 +52,31 @@ class AxisAttrs:
         check_int("AxisAttrs", "axis", self.axis)
 
 
-def _joined(
-    op_name: str, args: Sequence[StructInfo]
-) -> tuple[tuple[TensorInfo, ...], str, int | None]:
-    """The joined operands, their promoted dtype and their common rank (None: unknown)."""
+@dataclass(frozen=True, slots=True)
+class _Joined:
+    """The operands of a join, their promoted dtype (weakly typed where jax's is) and
+    their common rank (None: unknown)."""
+
+    infos: tuple[TensorInfo, ...]
+    dtype: str
+    weak: bool
+    ndim: int | None
+
+    def result(self, shape: Sequence[Dim] | None = None, ndim: int | None = None) -> TensorInfo:
+        """The joined result of ``shape`` (or rank ``ndim``) in the promoted dtype."""
+        return TensorInfo(shape, self.dtype, ndim, self.weak)
+
+
+def _joined(op_name: str, args: Sequence[StructInfo]) -> _Joined:
     infos = tensor_args(op_name, args)
     if not infos:
         raise ValueError(f"{op_name}: need at least one array, got none")
-    dtype = promote_types(op_name, args)
+    dtype, weak = promote_weak(op_name, args)
     ranks = {i.ndim for i in infos if i.ndim is not None}
     if len(ranks) > 1:
         shapes = ", ".join(info_text(i) for i in infos)
         raise ShapeError(f"{op_name}: arrays must have the same number of dimensions, got {shapes}")
-    return infos, dtype, next(iter(ranks), None)
+    return _Joined(infos, dtype, weak, next(iter(ranks), None))
 
 
 def _promoted_arrays(arrays: Sequence[object]) -> list[np.ndarray]:
@@ -98,17 +110,18 @@ class Concatenate(Op):
     num_inputs = None
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
-        infos, dtype, ndim = _joined(self.name, args)
+        joined = _joined(self.name, args)
+        infos, ndim = joined.infos, joined.ndim
         if ndim == 0:
             ctx.fail("zero-dimensional arrays cannot be concatenated")
         if ndim is None:
-            return TensorInfo(dtype=dtype)
+            return joined.result()
         axis = normalize_axis(self.name, attrs.axis, ndim)
         if any(i.shape is None for i in infos):
-            return TensorInfo(dtype=dtype, ndim=ndim)
+            return joined.result(ndim=ndim)
         _require_same(ctx, infos, axis, f"arrays must match except on axis {axis}")
-        joined = sum((i.shape[axis] for i in infos), start=0)
-        return TensorInfo(infos[0].shape[:axis] + (joined,) + infos[0].shape[axis + 1 :], dtype)
+        size = sum((i.shape[axis] for i in infos), start=0)
+        return joined.result(infos[0].shape[:axis] + (size,) + infos[0].shape[axis + 1 :])
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         return np.concatenate(_promoted_arrays(arrays), axis=0 if attrs is None else attrs.axis)
@@ -153,15 +166,16 @@ class Stack(Op):
     num_inputs = None
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
-        infos, dtype, ndim = _joined(self.name, args)
+        joined = _joined(self.name, args)
+        infos, ndim = joined.infos, joined.ndim
         if ndim is None:
-            return TensorInfo(dtype=dtype)
+            return joined.result()
         axis = normalize_axis(self.name, attrs.axis, ndim + 1)
         if any(i.shape is None for i in infos):
-            return TensorInfo(dtype=dtype, ndim=ndim + 1)
+            return joined.result(ndim=ndim + 1)
         _require_same(ctx, infos, None, "all input arrays must have the same shape")
         shape = infos[0].shape
-        return TensorInfo(shape[:axis] + (len(infos),) + shape[axis:], dtype)
+        return joined.result(shape[:axis] + (len(infos),) + shape[axis:])
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         return np.stack(_promoted_arrays(arrays), axis=0 if attrs is None else attrs.axis)
@@ -252,13 +266,15 @@ class Split(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TupleInfo([TensorInfo(dtype=x.dtype)] * attrs.count)
+            return TupleInfo([TensorInfo(dtype=x.dtype, weak=x.weak)] * attrs.count)
         axis = normalize_axis(self.name, attrs.axis, x.ndim)
         if x.shape is None:
-            return TupleInfo([TensorInfo(dtype=x.dtype, ndim=x.ndim)] * attrs.count)
+            return TupleInfo([TensorInfo(dtype=x.dtype, ndim=x.ndim, weak=x.weak)] * attrs.count)
         pieces = []
         for size in split_sizes(ctx, x, attrs, axis):
-            pieces.append(TensorInfo(x.shape[:axis] + (size,) + x.shape[axis + 1 :], x.dtype))
+            pieces.append(
+                TensorInfo(x.shape[:axis] + (size,) + x.shape[axis + 1 :], x.dtype, weak=x.weak)
+            )
         return TupleInfo(pieces)
 
     def reference(self, *arrays: object, attrs=None) -> tuple[np.ndarray, ...]:

@@ -32,7 +32,7 @@ from relaxjax.ops.base import (
     broadcast_shapes,
     info_text,
     num_elements,
-    promote_types,
+    promote_weak,
     register,
     require_equal,
     tensor_args,
@@ -78,18 +78,18 @@ class Matmul(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         a, b = tensor_args(self.name, args, 2)
-        dtype = promote_types(self.name, args)
+        dtype, weak = promote_weak(self.name, args)
         for position, info in enumerate((a, b)):
             if info.ndim == 0:
                 ctx.fail(f"operand {position} must have rank >= 1, got shape {info_text(info)}")
         if a.ndim is None or b.ndim is None:
-            return TensorInfo(dtype=dtype)
+            return TensorInfo(dtype=dtype, weak=weak)
         batch_rank = max(a.ndim - 2, b.ndim - 2, 0)
         rows = () if a.ndim == 1 else (None,)
         cols = () if b.ndim == 1 else (None,)
         out_ndim = batch_rank + len(rows) + len(cols)
         if a.shape is None or b.shape is None:
-            return TensorInfo(dtype=dtype, ndim=out_ndim)
+            return TensorInfo(dtype=dtype, ndim=out_ndim, weak=weak)
         k_a = a.shape[-1]
         k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
         require_equal(
@@ -101,10 +101,10 @@ class Matmul(Op):
         )
         batch = broadcast_shapes(ctx, [a.shape[:-2], b.shape[:-2]])
         if batch is None:
-            return TensorInfo(dtype=dtype, ndim=out_ndim)
+            return TensorInfo(dtype=dtype, ndim=out_ndim, weak=weak)
         rows = () if a.ndim == 1 else (a.shape[-2],)
         cols = () if b.ndim == 1 else (b.shape[-1],)
-        return TensorInfo(batch + rows + cols, dtype)
+        return TensorInfo(batch + rows + cols, dtype, weak=weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         (a, b), out = _promoted_inputs(arrays)
@@ -128,15 +128,15 @@ class Dot(Op):
 
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         a, b = tensor_args(self.name, args, 2)
-        dtype = promote_types(self.name, args)
+        dtype, weak = promote_weak(self.name, args)
         if a.ndim == 0 or b.ndim == 0:
             other = b if a.ndim == 0 else a
-            return TensorInfo(other.shape, dtype, other.ndim)
+            return TensorInfo(other.shape, dtype, other.ndim, weak=weak)
         if a.ndim is None or b.ndim is None:
-            return TensorInfo(dtype=dtype)
+            return TensorInfo(dtype=dtype, weak=weak)
         out_ndim = a.ndim - 1 + max(b.ndim - 1, 0)
         if a.shape is None or b.shape is None:
-            return TensorInfo(dtype=dtype, ndim=out_ndim)
+            return TensorInfo(dtype=dtype, ndim=out_ndim, weak=weak)
         k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
         require_equal(
             ctx,
@@ -146,7 +146,7 @@ class Dot(Op):
             f"contracts {a.shape[-1]} with {k_b}",
         )
         tail = () if b.ndim == 1 else b.shape[:-2] + b.shape[-1:]
-        return TensorInfo(a.shape[:-1] + tail, dtype)
+        return TensorInfo(a.shape[:-1] + tail, dtype, weak=weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         (a, b), out = _promoted_inputs(arrays)
@@ -244,29 +244,14 @@ def _ellipsis_rank(term: str, ndim: int, position: int, spec: EinsumSpec) -> int
     )
 
 
-def _known_or_none(a: Dim, b: Dim) -> Dim | None:
-    """The broadcast of two sizes when provable without checks, else None."""
-    if arith.compare(a, "==", 1) is True:
-        return b
-    if arith.compare(b, "==", 1) is True or arith.compare(a, "==", b) is True:
-        return a
-    if arith.compare(a, "!=", 1) is True:
-        return a
-    if arith.compare(b, "!=", 1) is True:
-        return b
-    return None
-
-
 def merge_sizes(ctx: InferContext, sizes: Sequence[Dim], what: str) -> Dim | None:
     """The common size of several occurrences that may each be 1 (broadcast) or the size;
     unproven pairs become run-time ``broadcast`` checks. None when not provable."""
-    merged: Dim | None = 1
     for i, size in enumerate(sizes):
         for earlier in sizes[:i]:
             message = f"{ctx.op_name}: {what} has incompatible sizes {earlier} and {size}"
             ctx.require(Check("broadcast", (earlier, size), message))
-        merged = None if merged is None else _known_or_none(merged, size)
-    return merged
+    return broadcast_result(sizes)
 
 
 def _label_sizes(
@@ -324,7 +309,7 @@ class Einsum(Op):
                 f"einsum: subscripts {spec.text!r} name {len(spec.inputs)} operand(s), "
                 f"got {len(infos)}"
             )
-        dtype = promote_types(self.name, args)
+        dtype, weak = promote_weak(self.name, args)
         ell_ranks = [
             _ellipsis_rank(term, info.ndim, position, spec)
             for position, (term, info) in enumerate(zip(spec.inputs, infos))
@@ -335,7 +320,7 @@ class Einsum(Op):
             all_known = len(ell_ranks) == len(infos)
             out_ndim = out_ndim + max(ell_ranks, default=0) if all_known else None
         if any(i.shape is None for i in infos):
-            return TensorInfo(dtype=dtype, ndim=out_ndim)
+            return TensorInfo(dtype=dtype, ndim=out_ndim, weak=weak)
         sizes = _label_sizes(ctx, spec, infos)
         ellipsis = broadcast_shapes(ctx, _ellipsis_shapes(spec, infos))
         shape: list[Dim | None] = []
@@ -345,8 +330,8 @@ class Einsum(Op):
             else:
                 shape.append(sizes[label])
         if any(d is None for d in shape):
-            return TensorInfo(dtype=dtype, ndim=out_ndim)
-        return TensorInfo(tuple(shape), dtype)
+            return TensorInfo(dtype=dtype, ndim=out_ndim, weak=weak)
+        return TensorInfo(tuple(shape), dtype, weak=weak)
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
         """One stage: the output labels are loops, the other labels are summed."""

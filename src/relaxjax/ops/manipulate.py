@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relaxjax import arith
-from relaxjax.errors import LoweringError, ShapeError
+from relaxjax.errors import InconclusiveShapeError, LoweringError, ShapeError
 from relaxjax.ir import Check, StructInfo, TensorInfo
 from relaxjax.ir.struct_info import format_dims
 from relaxjax.ops.attr_checks import check_dims, check_int, check_ints
@@ -26,6 +26,7 @@ from relaxjax.ops.base import (
     InferContext,
     Op,
     info_text,
+    nonzero_floordiv,
     normalize_axis,
     num_elements,
     reference_input,
@@ -49,26 +50,6 @@ def require_nonneg(ctx: InferContext, dims: Sequence[Dim], what: str) -> None:
         if isinstance(dim, arith.Expr):
             message = f"{ctx.op_name}: {what} has size {dim}, expected >= 0"
             ctx.require(Check("nonneg", (dim,), message))
-
-
-def divide_exactly(total: Dim, factors: Sequence[Dim]) -> Dim:
-    """``total // prod(factors)`` where the caller requires ``prod(factors) >= 1`` and
-    ``prod(factors) | total`` at run time.
-
-    arith cancels a symbolic divisor only when it is provably nonzero. Dims are
-    non-negative, so when their product is required to be ``>= 1`` every factor is
-    ``>= 1``: the division is done with the factors that are bare symbols re-declared
-    with lower bound 1, and the original symbols are put back afterwards.
-    """
-    rebound: dict[str, Dim] = {}
-    originals: dict[str, Dim] = {}
-    for factor in factors:
-        if isinstance(factor, arith.Sym) and factor.lower == 0:
-            rebound[factor.name] = arith.sym(factor.name, lower=1, upper=factor.upper)
-            originals[factor.name] = factor
-    divisor = num_elements([arith.subs(f, rebound) for f in factors])
-    quotient = arith.floordiv(arith.subs(total, rebound), divisor)
-    return arith.subs(quotient, originals)
 
 
 def _known_shape(dims: KernelDims, info: StructInfo, name: str) -> tuple[Dim, ...]:
@@ -111,23 +92,25 @@ class Reshape(Op):
         new = attrs.shape
         require_nonneg(ctx, new, f"the new shape {format_dims(new)}")
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=len(new))
+            return TensorInfo(dtype=x.dtype, ndim=len(new), weak=x.weak)
         size = num_elements(x.shape)
         text = f"cannot reshape {info_text(x)} (size {size}) into {format_dims(new)}"
         if not _has_fill(new):
             require_equal(ctx, size, num_elements(new), f"{text} (size {num_elements(new)})")
-            return TensorInfo(new, x.dtype)
+            return TensorInfo(new, x.dtype, weak=x.weak)
         factors = [d for d in new if not (isinstance(d, int) and d == -1)]
         known = num_elements(factors)
-        ctx.require(
-            Check("le", (1, known), f"{self.name}: {text}: the other axes have size {known}")
+        message = (
+            f"{self.name}: {text}: the size of -1 is undefined when the other axes hold no "
+            f"elements (they have size {known})"
         )
+        ctx.require(Check("le", (1, known), message))
         ctx.require(
             Check("divides", (known, size), f"{self.name}: {text}: {known} does not divide {size}")
         )
-        fill = divide_exactly(size, factors)
+        fill = nonzero_floordiv(size, known)  # the checks above exclude known == 0
         shape = tuple(fill if isinstance(d, int) and d == -1 else d for d in new)
-        return TensorInfo(shape, x.dtype)
+        return TensorInfo(shape, x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -177,8 +160,8 @@ def permutation(op_name: str, axes: Sequence[int] | None, ndim: int) -> tuple[in
 
 def _transposed(x: TensorInfo, perm: tuple[int, ...]) -> TensorInfo:
     if x.shape is None:
-        return TensorInfo(dtype=x.dtype, ndim=len(perm))
-    return TensorInfo(tuple(x.shape[p] for p in perm), x.dtype)
+        return TensorInfo(dtype=x.dtype, ndim=len(perm), weak=x.weak)
+    return TensorInfo(tuple(x.shape[p] for p in perm), x.dtype, weak=x.weak)
 
 
 @register
@@ -194,7 +177,7 @@ class Transpose(Op):
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
             ndim = None if attrs.axes is None else len(attrs.axes)
-            return TensorInfo(dtype=x.dtype, ndim=ndim)
+            return TensorInfo(dtype=x.dtype, ndim=ndim, weak=x.weak)
         return _transposed(x, permutation(self.name, attrs.axes, x.ndim))
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
@@ -248,7 +231,7 @@ class Swapaxes(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         return _transposed(x, swap_permutation(self.name, attrs.axis1, attrs.axis2, x.ndim))
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
@@ -295,12 +278,12 @@ class ExpandDims(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         if x.shape is None:
             out_ndim = x.ndim + len(attrs.axis)
             normalize_axes(self.name, attrs.axis, out_ndim)
-            return TensorInfo(dtype=x.dtype, ndim=out_ndim)
-        return TensorInfo(expanded_shape(self.name, x.shape, attrs.axis), x.dtype)
+            return TensorInfo(dtype=x.dtype, ndim=out_ndim, weak=x.weak)
+        return TensorInfo(expanded_shape(self.name, x.shape, attrs.axis), x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -327,6 +310,33 @@ class SqueezeAttrs:
             check_ints("SqueezeAttrs", "axis", self.axis)
 
 
+def size_one_axes(op_name: str, x: TensorInfo) -> tuple[int, ...]:
+    """The axes ``squeeze(axis=None)`` removes: those whose size is proven 1, when every
+    other axis is proven not to be 1 (a constant, or a dim its bounds keep off 1, such as
+    ``sym("n", lower=2)`` or ``2 * n``).
+
+    Raises :class:`~relaxjax.errors.InconclusiveShapeError` naming the axes whose size
+    may or may not be 1 (or saying that the sizes are unknown), and that ``axis=``
+    decides it: the rank of the result would depend on the symbols' values.
+    """
+    if x.shape is None:
+        raise InconclusiveShapeError(
+            f"{op_name}: which axes of {info_text(x)} have size 1 is not known while tracing "
+            "(the sizes are unknown); pass axis= to name the axes to remove"
+        )
+    ones = [arith.compare(d, "==", 1) for d in x.shape]
+    undecided = [
+        f"axis {a} has size {d}" for a, (d, one) in enumerate(zip(x.shape, ones)) if one is None
+    ]
+    if undecided:
+        raise InconclusiveShapeError(
+            f"{op_name}: which axes of {info_text(x)} have size 1 is not known while tracing: "
+            f"{', '.join(undecided)}, which may or may not be 1 for the symbols' values, so "
+            "the rank of the result is unknown; pass axis= to name the axes to remove"
+        )
+    return tuple(a for a, one in enumerate(ones) if one)
+
+
 @register
 class Squeeze(Op):
     """``jnp.squeeze``: remove size-1 axes (each named axis must have size 1)."""
@@ -339,22 +349,27 @@ class Squeeze(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None or (attrs.axis is None and x.shape is None):
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         if attrs.axis is None:
-            ones = [arith.compare(d, "==", 1) for d in x.shape]
-            if any(one is None for one in ones):
-                return TensorInfo(dtype=x.dtype)
-            return TensorInfo(tuple(d for d, one in zip(x.shape, ones) if not one), x.dtype)
+            try:
+                axes = size_one_axes(self.name, x)
+            except InconclusiveShapeError:
+                return TensorInfo(dtype=x.dtype, weak=x.weak)  # rnp.squeeze decides before emitting
+            return TensorInfo(
+                tuple(d for a, d in enumerate(x.shape) if a not in axes), x.dtype, weak=x.weak
+            )
         axes = normalize_axes(self.name, attrs.axis, x.ndim)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=x.ndim - len(axes))
+            return TensorInfo(dtype=x.dtype, ndim=x.ndim - len(axes), weak=x.weak)
         for a in axes:
             message = (
                 f"cannot squeeze axis {a} of shape {info_text(x)}: "
                 f"its size is {x.shape[a]}, expected 1"
             )
             require_equal(ctx, x.shape[a], 1, message)
-        return TensorInfo(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+        return TensorInfo(
+            tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype, weak=x.weak
+        )
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -367,13 +382,11 @@ class Squeeze(Op):
         if attrs.axis is not None:
             axes = set(normalize_axes(self.name, attrs.axis, x.ndim))
         else:
-            ones = [arith.compare(d, "==", 1) for d in x.shape]
-            if any(one is None for one in ones):
-                raise LoweringError(
-                    f"squeeze(axis=None) of shape {format_dims(x.shape)}: which axes have "
-                    "size 1 is not known"
-                )
-            axes = {a for a, one in enumerate(ones) if one}
+            try:
+                axes = set(size_one_axes(self.name, TensorInfo(x.shape, x.dtype)))
+            except InconclusiveShapeError as err:
+                message = f"squeeze(axis=None) of shape {format_dims(x.shape)}: {err.message}"
+                raise LoweringError(message) from None
         shape = tuple(d for a, d in enumerate(x.shape) if a not in axes)
 
         def source(i: Sequence[Dim]) -> tuple[Dim, ...]:
@@ -415,7 +428,7 @@ class BroadcastTo(Op):
                 f"the target has fewer dimensions ({len(target)} < {x.ndim})"
             )
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=len(target))
+            return TensorInfo(dtype=x.dtype, ndim=len(target), weak=x.weak)
         lead = len(target) - len(x.shape)
         for axis, dim in enumerate(x.shape):
             want = target[lead + axis]
@@ -424,7 +437,7 @@ class BroadcastTo(Op):
                 f"axis {axis} has size {dim}, expected 1 or {want}"
             )
             require_one_or(ctx, dim, want, message)
-        return TensorInfo(target, x.dtype)
+        return TensorInfo(target, x.dtype, weak=x.weak)
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])
@@ -444,10 +457,10 @@ __all__ = [
     "SqueezeAttrs",
     "SwapaxesAttrs",
     "TransposeAttrs",
-    "divide_exactly",
     "expanded_shape",
     "permutation",
     "permute_kernel",
     "require_nonneg",
+    "size_one_axes",
     "swap_permutation",
 ]

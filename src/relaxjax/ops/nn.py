@@ -52,6 +52,9 @@ class Relu(UnaryOp):
     def input_dtype(self, x: OperandType) -> str:
         return dtypes.result_type(x, dtypes.Weak("int"))
 
+    def promotion_operands(self, x: OperandType) -> tuple[OperandType, ...]:
+        return (x, dtypes.Weak("int"))  # relu(bool) is a weak int64, as maximum(x, 0)
+
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return np.maximum(x, 0)
 
@@ -102,6 +105,7 @@ class Gelu(FloatUnaryOp):
 
     name = "gelu"
     Attrs = GeluAttrs
+    keeps_weak = False  # jax.nn.gelu multiplies by array constants
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         if attrs.approximate:

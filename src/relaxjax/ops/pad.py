@@ -68,11 +68,13 @@ class Pad(Op):
     def infer(self, args: Sequence[StructInfo], attrs, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
         if x.ndim is None:
-            return TensorInfo(dtype=x.dtype)
+            return TensorInfo(dtype=x.dtype, weak=x.weak)
         widths = attrs.widths(self.name, x.ndim)
         if x.shape is None:
-            return TensorInfo(dtype=x.dtype, ndim=x.ndim)
-        return TensorInfo(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths)), x.dtype)
+            return TensorInfo(dtype=x.dtype, ndim=x.ndim, weak=x.weak)
+        return TensorInfo(
+            tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths)), x.dtype, weak=x.weak
+        )
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         x = reference_input(arrays[0])

@@ -28,6 +28,7 @@ from relaxjax.ops.base import (
     to_inexact,
     unsupported_dtype,
     value_type,
+    weak_result,
     with_dtype,
 )
 from relaxjax.ops.kernel import convert, single_input
@@ -42,6 +43,10 @@ class UnaryOp(Op):
     pattern = "elementwise"
     folds_scalars = True
     num_inputs = 1
+    #: Whether a weakly typed operand gives a weakly typed result (jax's ``lax`` unary
+    #: functions keep ``weak_type``; compositions with array constants, such as
+    #: ``jax.nn.gelu``, do not).
+    keeps_weak: ClassVar[bool] = True
 
     def input_dtype(self, x: OperandType) -> str:
         """The dtype the operand is converted to before the computation."""
@@ -64,9 +69,16 @@ class UnaryOp(Op):
         """The loop-level computation of one element (operand already converted)."""
         return self.tir_function(x)
 
+    def promotion_operands(self, x: OperandType) -> tuple[OperandType, ...]:
+        """The operands whose promotion gives the result's dtype (and its weak type)."""
+        return (x,)
+
     def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
         (x,) = tensor_args(self.name, args, 1)
-        return with_dtype(x, self.result_dtype(operand_type(args[0])))
+        operand = operand_type(args[0])
+        dtype = self.result_dtype(operand)
+        weak = self.keeps_weak and weak_result(self.promotion_operands(operand), dtype)
+        return with_dtype(x, dtype, weak)
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo

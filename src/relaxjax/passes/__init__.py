@@ -4,12 +4,15 @@
 - :func:`dedup_kernels`: structurally identical kernels are stored once;
 - :func:`dispatch_library`: float matmul becomes a ``call_extern`` of BLAS (numpy);
 - :func:`eliminate_dead_code`: unused bindings and orphaned kernels are dropped;
+- :func:`inplace_updates`: an update of a dead, owned operand (``dynamic_update_slice``)
+  becomes a ``call_tir_inplace`` writing into it;
 - :func:`default_pipeline`: the passes ``relax.jit`` runs, as a :class:`Pipeline`.
 """
 
 from relaxjax.passes.dce import eliminate_dead_bindings, eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import LIBRARY_CALLS, LibraryCall, dispatch_library
+from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import LegalizedAttrs, is_op_call, known_shape, legalize
 from relaxjax.passes.pipeline import (
     LOWERING,
@@ -33,6 +36,7 @@ __all__ = [
     "default_pipeline",
     "eliminate_dead_bindings",
     "eliminate_dead_code",
+    "inplace_updates",
     "is_op_call",
     "known_shape",
     "legalize",

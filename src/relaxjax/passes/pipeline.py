@@ -4,6 +4,7 @@
 
     eliminate_dead_code   drop unused bindings before lowering them
     dispatch_library      (library=True only) matmul -> call_extern of BLAS
+    inplace_updates       an update of a dead, owned operand -> call_tir_inplace
     legalize              every op call -> call_tir of a shape-generic kernel
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
@@ -27,6 +28,7 @@ from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.passes.fuse import fuse_ops
+from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import legalize
 from relaxjax.schedule.rules import ScheduleKernels
 
@@ -70,7 +72,7 @@ def _verify(mod: IRModule, after: str) -> None:
 
 
 #: One shape-generic kernel per op, stored once: what ``Jitted.lower()`` shows.
-LOWERING = (eliminate_dead_code, legalize, dedup_kernels, eliminate_dead_code)
+LOWERING = (eliminate_dead_code, inplace_updates, legalize, dedup_kernels, eliminate_dead_code)
 
 
 def lower_pipeline(verify: bool = False) -> Pipeline:

@@ -1,8 +1,10 @@
 """Small helpers the graph passes share, on top of the IR's visitor and mutator.
 
 - :func:`used_vars`: the variables an expression reads (an ``ExprVisitor``);
-- :func:`called_kernels`: the kernels a function calls through ``call_tir``;
-- :func:`called_functions`: the graph functions a function calls (``mod.f(...)``);
+- :func:`called_kernels`: the kernels a function calls through ``call_tir`` (or
+  ``call_tir_inplace``);
+- :func:`called_functions`: the graph functions a function calls (``mod.f(...)``, and the
+  regions of its control ops: branches, loop bodies);
 - :func:`reachable_functions`: a function and everything it calls, callees first;
 - :func:`rebuild_function`: a function with some bindings dropped (the one rewrite
   an ``ExprMutator`` cannot express, used by dead-code elimination).
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from relaxjax.errors import LoweringError
 from relaxjax.ir import (
     CALL_TIR,
+    CALL_TIR_INPLACE,
     BindingBlock,
     Call,
     DataflowBlock,
@@ -25,6 +28,7 @@ from relaxjax.ir import (
     IRModule,
     SeqExpr,
     Var,
+    control_regions,
 )
 from relaxjax.ir.nodes import AnyBinding
 
@@ -47,10 +51,13 @@ class _Uses(ExprVisitor):
         self.vars.append(var)
 
     def visit_Call(self, call: Call) -> None:
-        if call.op is CALL_TIR and isinstance(call.args[0], GlobalVar):
+        if (call.op is CALL_TIR or call.op is CALL_TIR_INPLACE) and isinstance(
+            call.args[0], GlobalVar
+        ):
             self.kernels.append(call.args[0].name)
         if isinstance(call.op, GlobalVar):
             self.functions.append(call.op.name)
+        self.functions += [ref.name for ref in control_regions(call)]
         super().visit_Call(call)
 
 

@@ -18,7 +18,10 @@ It is called with destination passing, like a kernel::
 A caller that cannot know a result's shape before the call ran (it is coarse in the
 caller's symbols, e.g. data-dependent) passes ``None`` for it: the callee allocates it
 and returns it. A result that is not computed into its destination (a parameter or a
-constant returned as is, or one value returned twice) is copied into it. The callee's
+constant returned as is, or one value returned twice) is copied into it, except a
+*donated* parameter (a loop body's carry, which the loop owns: see
+``ir.control.donated_params``) returned for a ``None`` destination: it is handed back
+as it is, updated in place or not, so a carry that a body keeps costs no copy. The callee's
 temporaries live in arenas of its own (one per segment), taken from the buffer pool for
 the duration of the call.
 """
@@ -31,7 +34,15 @@ import numpy as np
 
 from relaxjax import dtypes
 from relaxjax.errors import LoweringError
-from relaxjax.ir import Expr, Function, PrimInfo, TensorInfo, TupleInfo, signature_symbols
+from relaxjax.ir import (
+    Expr,
+    Function,
+    PrimInfo,
+    TensorInfo,
+    TupleInfo,
+    donated_params,
+    signature_symbols,
+)
 from relaxjax.runtime.program import CalleeCode, KernelHandle, ProgramWriter
 from relaxjax.runtime.values import Storage, Value
 
@@ -124,8 +135,19 @@ class CalleeWriter(ProgramWriter):
 
     def _emit_return(self, outputs: Sequence[Value]) -> None:
         copyto = self.writer.constant(np.copyto, "copyto")
+        donated = donated_params(self.function)
+        handed: set[Storage] = set()  # donated parameters already returned once
         for destination, value in self._copies:
             current = self.storage_values.get(value.storage, value)
+            storage = value.storage
+            own = storage.kind == "param" and storage.index in donated and storage not in handed
+            if own:  # a carry the loop gave us (maybe updated in place): hand it back
+                handed.add(storage)
+                self.writer.line(f"if {destination} is None:")
+                self.writer.line(f"{destination} = {current.ref}", 2)
+                self.writer.line(f"elif {destination} is not {current.ref}:")
+                self.writer.line(f"{copyto}({destination}, {current.ref})", 2)
+                continue
             self.writer.line(f"if {destination} is None:")
             self.writer.line(f"{destination} = {current.ref}.copy()", 2)
             self.writer.line("else:")

@@ -54,6 +54,7 @@ from relaxjax.errors import LoweringError, ShapeError, SourceLocation
 from relaxjax.ir import (
     CALL_EXTERN,
     CALL_TIR,
+    CALL_TIR_INPLACE,
     Binding,
     Call,
     Check,
@@ -72,12 +73,14 @@ from relaxjax.ir import (
     TupleGetItem,
     TupleInfo,
     Var,
+    is_control_call,
 )
 from relaxjax.ir.calls import match_call
 from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.passes.walk import used_vars
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
+from relaxjax.runtime.control import plan_control
 from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
@@ -264,10 +267,17 @@ class ProgramWriter:
             if value.op is CALL_EXTERN:
                 self.values[binding.var] = self._call_extern(value, binding, where)
                 return
+            if value.op is CALL_TIR_INPLACE:
+                self.values[binding.var] = self._call_tir_inplace(value, binding, where)
+                return
+            if is_control_call(value):
+                self.values[binding.var] = self._control(value, binding, where)
+                return
             if value.op is not CALL_TIR:
                 raise LoweringError(
-                    f"{where}: the runtime runs only call_tir, call_extern and function calls, got "
-                    f"{value.op_name}; legalise the module first (relaxjax.passes.default_pipeline)"
+                    f"{where}: the runtime runs only call_tir, call_extern, function calls and "
+                    f"control flow, got {value.op_name}; legalise the module first "
+                    "(relaxjax.passes.default_pipeline)"
                 )
             self.values[binding.var] = self._call_tir(value, binding, where)
         else:
@@ -330,6 +340,46 @@ class ProgramWriter:
         if isinstance(out_info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(out_info, iter(outputs))
+
+    def _call_tir_inplace(self, call: Call, binding: Binding, where: str) -> object:
+        """A kernel writing into existing buffers: its results are those buffers (the IR
+        guarantees the old values are dead and owned by this function)."""
+        kernel_ref = call.args[0]
+        if not isinstance(kernel_ref, GlobalVar) or kernel_ref.name not in self.kernels:
+            raise LoweringError(f"{where}: call_tir_inplace of an unknown kernel {kernel_ref!r}")
+        inputs = _flat_values(self._operand(call.args[1], where))
+        targets = _flat_values(self._operand(call.args[2], where))
+        self._emit_checks(call.checks, binding.location)
+        assert call.info is not None
+        leaves = tensor_leaves(call.info, where)
+        tir_vars = call.args[3] if len(call.args) > 3 else None
+        self._add_launch(kernel_ref.name, inputs + targets, tir_vars, where)
+        results = [t.with_shape(leaf, t.shape) for t, leaf in zip(targets, leaves)]
+        if isinstance(call.info, TensorInfo | PrimInfo):
+            return results[0]
+        return _restructure(call.info, iter(results))
+
+    def _control(self, call: Call, binding: Binding, where: str) -> object:
+        """A branch or loop (:mod:`relaxjax.runtime.control`): its checks in the shape
+        phase, its results planned like a call's, its runner among the launches."""
+        assert call.info is not None
+        leaves = [_as_tensor(leaf) for leaf in data_leaves([call.info])]
+        known = all(t.shape is not None for t in leaves)
+        plan = plan_control(call, self.callees, not known, where)
+        inputs = [v for arg in plan.inputs for v in _flat_values(self._operand(arg, where))]
+        self._emit_checks(call.checks, binding.location)
+        symbols = [self.symbols.code(d, where) for d in plan.symbols]
+        name = call.op.name  # type: ignore[union-attr]
+        if known:
+            shapes = [tuple(self.symbols.code(d, where) for d in t.shape) for t in leaves]  # type: ignore[union-attr]
+            outputs = self._new_outputs(leaves, shapes)
+            self.launches.append(_Launch(name, inputs + outputs, symbols, where, plan.runner))
+        else:
+            outputs = self._returned_outputs(leaves)
+            returns = tuple(v.ref for v in outputs)
+            self.launches.append(_Launch(name, inputs, symbols, where, plan.runner, returns))
+            self.end_segment()
+        return _restructure(call.info, iter(outputs))
 
     def _new_outputs(
         self, leaves: Sequence[TensorInfo], shapes: Sequence[tuple[str, ...]]

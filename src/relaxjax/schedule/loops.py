@@ -218,17 +218,30 @@ def fuse(func: PrimFunc, namer: Namer, sites: Sequence[Site]) -> Step:
         ):
             raise fail("fuse", f"the range of loop {loop.var.name} depends on a fused loop")
     var = namer.fresh_sym("_".join(names) + "_fused")
+    extent = _product([lp.extent for lp in loops])
+    body = substitute(loops[-1].body, _fused_values(loops, var))
+    new = For(var, 0, extent, "serial", body)
+    removed = {n: f"fused into {var.name}" for n in names}
+    return Step(func.with_body(replace(func.body, loops[0], new)), (var.name,), removed)
+
+
+def _fused_values(loops: Sequence[For], var: arith.Sym) -> dict[arith.Sym, Dim]:
+    """Each fused loop's variable as a digit of ``var`` (mixed radix, innermost fastest).
+
+    A loop of extent 0 makes the fused loop run no iteration, so the digits are never
+    evaluated; its radix is taken to be 1 (its digit is its start) where ``% 0`` and
+    ``// 0`` would be undefined, which keeps the other digits distinct per iteration
+    for the analyses of later steps (vectorising a split of the fused loop).
+    """
     mapping: dict[arith.Sym, Dim] = {}
     stride: Dim = 1
     for position in range(len(loops) - 1, -1, -1):
         loop = loops[position]
-        value = var // stride if position == 0 else (var // stride) % loop.extent
+        radix = 1 if arith.compare(loop.extent, "==", 0) is True else loop.extent
+        value = var // stride if position == 0 else (var // stride) % radix
         mapping[loop.var] = loop.start + value
-        stride = stride * loop.extent
-    body = substitute(loops[-1].body, mapping)
-    new = For(var, 0, _product([lp.extent for lp in loops]), "serial", body)
-    removed = {n: f"fused into {var.name}" for n in names}
-    return Step(func.with_body(replace(func.body, loops[0], new)), (var.name,), removed)
+        stride = stride * radix
+    return mapping
 
 
 # --- reorder ------------------------------------------------------------------------

@@ -71,7 +71,7 @@ from relaxjax.trace.source import user_location
 from relaxjax.trace.spec import ParamSpec
 from relaxjax.trace.tracer import Tracer, as_operand, attach_location, wrap
 
-__all__ = ["call_traced", "tracing_once"]
+__all__ = ["add_functions", "call_traced", "tracing_once"]
 
 _SCALARS = (bool, int, float)
 
@@ -92,7 +92,7 @@ def call_traced(
     location = user_location()
     plan, operands = _plan(state, signature, args, kwargs, location)
     traced = trace(plan)
-    callee = _add_functions(state, traced)
+    callee = add_functions(state, traced)
     try:
         var = state.builder.emit(Call(callee, operands), location=location)
     except RelaxError as err:
@@ -351,7 +351,7 @@ class _Rename(ExprMutator):
         return ref if renamed == ref.name else GlobalVar(renamed)
 
 
-def _add_functions(state: TraceState, traced: Traced) -> GlobalVar:
+def add_functions(state: TraceState, traced: Traced) -> GlobalVar:
     """Put the callee's graph functions (its own and those it calls) into the caller's
     module, each once however many call sites and paths reach it; returns the callee's
     name there."""

@@ -54,6 +54,19 @@ class TraceState:
         self.sizes: dict[tuple, arith.Sym] = {}
         self._fresh: dict[str, int] = {}
 
+    def lift(self, tracer: object) -> object | None:
+        """The graph value standing, in this trace, for a tracer of an enclosing trace, or
+        None when it cannot be used here. A plain function trace uses only its own values
+        (its callers pass the rest as arguments); a control-flow region
+        (:mod:`relaxjax.trace.region`) receives what it closes over as extra parameters."""
+        del tracer
+        return None
+
+    def lift_symbol(self, symbol: arith.Sym) -> bool:
+        """Make a symbol of an enclosing trace usable here; False when it cannot be."""
+        del symbol
+        return False
+
     def fresh_symbol_name(self, hint: str, internal: bool = True) -> str:
         """A symbol name not used yet in this function, derived from ``hint``
         (``_d0, _d1, ...``). An ``internal`` symbol is hidden from the caller; the

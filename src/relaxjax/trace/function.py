@@ -42,7 +42,7 @@ from relaxjax.trace.source import user_location_in_traceback
 from relaxjax.trace.spec import ParamSpec, unify_symbols
 from relaxjax.trace.tracer import Tracer, as_operand, attach_location
 
-__all__ = ["Traced", "trace_function", "function_name", "INCONCLUSIVE_ADVICE"]
+__all__ = ["Traced", "trace_function", "function_name", "run_user_code", "INCONCLUSIVE_ADVICE"]
 
 INCONCLUSIVE_ADVICE = (
     "Python control flow on symbolic shapes must be decidable at trace time: declare "
@@ -117,7 +117,7 @@ def trace_function(
         state.symbols.update(builder.symbols)
         values = _param_values(state, params, param_vars)
         with builder.dataflow():
-            result = _run_user_code(invoke, values)
+            result = run_user_code(invoke, values)
             out_tree, out_exprs = _outputs(state, result, name)
             output = out_exprs[0] if len(out_exprs) == 1 else Tuple(out_exprs)
             gv = builder.emit_output(output)
@@ -135,11 +135,11 @@ def _public_info(info: StructInfo, internal: set[str]) -> StructInfo:
     if isinstance(info, TupleInfo):
         return TupleInfo(tuple(_public_info(f, internal) for f in info.fields))
     if isinstance(info, PrimInfo):  # a scalar result is a 0-d array to the caller, as in jax
-        return TensorInfo((), info.dtype)
+        return TensorInfo((), info.dtype, weak=info.weak)
     if isinstance(info, TensorInfo) and info.shape is not None:
         names = {s.name for d in info.shape for s in arith.free_symbols(d)}
         if names & internal:
-            return TensorInfo(ndim=info.ndim, dtype=info.dtype)
+            return TensorInfo(ndim=info.ndim, dtype=info.dtype, weak=info.weak)
     return info
 
 
@@ -161,7 +161,7 @@ def _param_values(
     return values
 
 
-def _run_user_code(invoke: Callable[[Mapping[str, object]], object], values: dict) -> object:
+def run_user_code(invoke: Callable[[Mapping[str, object]], object], values: dict) -> object:
     try:
         return invoke(values)
     except InconclusiveShapeError as err:

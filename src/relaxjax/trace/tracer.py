@@ -30,8 +30,6 @@ from relaxjax.ir import (
     TupleInfo,
     Var,
 )
-from relaxjax.ops.base import promote_types
-from relaxjax.ops.elementwise import AstypeAttrs
 from relaxjax.trace.context import TraceState, current
 from relaxjax.trace.methods import ArrayMethods
 from relaxjax.trace.source import user_location
@@ -66,17 +64,14 @@ class Tracer(ArrayMethods):
     :class:`~relaxjax.errors.TraceError`.
     """
 
-    __slots__ = ("_var", "_trace", "_weak")
+    __slots__ = ("_var", "_trace")
     # numpy defers to our reflected operators (``array + tracer`` -> Tracer.__radd__).
     __array_ufunc__ = None
     __array_priority__ = 1000
 
-    def __init__(self, var: Var, trace: TraceState, weak: bool = False) -> None:
+    def __init__(self, var: Var, trace: TraceState) -> None:
         self._var = var
         self._trace = trace
-        # A 0-d value computed from weakly typed scalars alone (``h ** -0.5`` for a
-        # symbolic dim h): it promotes like a Python scalar, as in jax.
-        self._weak = weak
 
     # -- what is known statically ----------------------------------------------------
 
@@ -127,7 +122,8 @@ class Tracer(ArrayMethods):
         return self._bind_shape(self.ndim)
 
     def _bind_shape(self, ndim: int) -> tuple[arith.Dim, ...]:
-        trace = check_trace(self)
+        check_trace(self)
+        trace = self._trace  # the dims are named where the value lives (maybe an enclosing trace)
         names = [trace.fresh_symbol_name("_d") for _ in range(ndim)]
         spec = TensorInfo(tuple(arith.sym(name) for name in names), self.dtype)
         var = bind_match_cast(trace, self._var, spec, user_location())
@@ -347,15 +343,10 @@ def emit(op_name: str, args: Sequence[object], attrs: object = None) -> Tracer |
     folded = _fold_scalars(op, operands, attrs)
     if folded is not None:
         return Tracer(folded, trace)  # kept inline: later ops on it fold too
-    weak_result = False
-    if op.folds_scalars:
-        operands, weak_result = _weak_operands(trace, op, args, operands, location)
     try:
         var = trace.builder.call(op, operands, attrs, location=location)
     except RelaxError as err:
         raise attach_location(err, location) from None
-    if weak_result:
-        return Tracer(var, trace, weak=True)
     return wrap(trace, var, location)
 
 
@@ -394,54 +385,6 @@ def _is_python_scalar(expr: Expr) -> bool:
     return isinstance(expr, PrimValue) and expr.weak and isinstance(expr.value, bool | int | float)
 
 
-def _weak_operands(
-    trace: TraceState,
-    op: ops.Op,
-    args: Sequence[object],
-    operands: tuple[Expr, ...],
-    location: SourceLocation | None,
-) -> tuple[tuple[Expr, ...], bool]:
-    """Weak 0-d tracers among an elementwise op's operands, promoted as jax promotes weak
-    scalars: ``(operands, result is weak)``.
-
-    When every operand is weak, the result is weak too. Otherwise each weak tracer is
-    converted to the dtype the promotion gives, so ``x_f32 * h ** -0.5`` (h symbolic)
-    stays float32 as ``x * x.shape[-1] ** -0.5`` does in jax.
-    """
-    weak = [isinstance(a, Tracer) and a._weak for a in args]
-    if all(is_weak or _is_weak_info(o.info) for o, is_weak in zip(operands, weak)):
-        return operands, True
-    if not any(weak):
-        return operands, False
-    kinds = [
-        PrimInfo(operand.info.dtype, weak=True) if is_weak else operand.info
-        for operand, is_weak in zip(operands, weak)
-    ]
-    target = promote_types(op.name, kinds)
-    converted = tuple(
-        _converted(trace, operand, target, location) if is_weak else operand
-        for operand, is_weak in zip(operands, weak)
-    )
-    return converted, False
-
-
-def _is_weak_info(info: object) -> bool:
-    return isinstance(info, PrimInfo) and info.weak
-
-
-def _converted(
-    trace: TraceState, operand: Expr, dtype: str, location: SourceLocation | None
-) -> Expr:
-    """``operand`` (a weak 0-d value) as ``dtype``: what jax does when it meets a typed array."""
-    if operand.info.dtype == dtype:
-        return operand
-    attrs = AstypeAttrs(dtype)
-    try:
-        return trace.builder.call(ops.get("astype"), (operand,), attrs, location=location)
-    except RelaxError as err:
-        raise attach_location(err, location) from None
-
-
 def wrap(trace: TraceState, var: Var, location: SourceLocation | None) -> Tracer | tuple:
     """A tracer for ``var``, or a tuple of tracers (one binding each) for a tuple value."""
     info = var.info
@@ -469,7 +412,9 @@ def bind_match_cast(
 def check_trace(tracer: Tracer) -> TraceState:
     """The trace ``tracer`` belongs to; ``TraceError`` if that is not the trace in progress."""
     trace = current()
-    if tracer._trace is not trace and tracer._trace.active and trace is not None:
+    if tracer._trace is not trace and trace is not None and tracer._trace.active:
+        if trace.lift(tracer) is not None:
+            return trace  # a value a control-flow region closes over
         raise TraceError(
             f"a traced value of {tracer.info!r} from the trace of {tracer._trace.func_name}() "
             f"was used inside {trace.func_name}(), which is compiled as a function of its own: "
@@ -493,6 +438,10 @@ def as_operand(
     """The graph expression for an op argument (see :func:`emit` for what is accepted)."""
     if isinstance(value, Tracer):
         if value._trace is not trace:
+            if value._trace.active:
+                lifted = trace.lift(value)
+                if lifted is not None:
+                    return lifted  # type: ignore[return-value]
             check_trace(value)
         return value._var
     if isinstance(value, np.ndarray | np.generic):  # before float: np.float64 is a float
@@ -515,7 +464,11 @@ def as_operand(
 def _check_symbols_in_scope(
     trace: TraceState, dim: arith.Expr, op_name: str, location: SourceLocation | None
 ) -> None:
-    missing = sorted(s.name for s in arith.free_symbols(dim) if s.name not in trace.symbols)
+    missing = sorted(
+        s.name
+        for s in arith.free_symbols(dim)
+        if s.name not in trace.symbols and not trace.lift_symbol(s)
+    )
     if missing:
         raise TraceError(
             f"{op_name}: symbol {missing[0]} (in {dim}) is not defined in "

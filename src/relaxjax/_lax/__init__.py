@@ -1,0 +1,2 @@
+"""The implementation of ``relaxjax.lax``: control flow (``control``) and windows at
+run-time offsets (``slicing``)."""

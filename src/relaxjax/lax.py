@@ -1,0 +1,32 @@
+"""``relaxjax.lax``: jax.lax's control flow and dynamic slicing, compiled as graph control flow.
+
+Use it as ``import relaxjax.lax as lax``, with jax.lax's signatures and semantics::
+
+    @relax.jit
+    def power_sum(x: relax.Tensor(("n",), "float32")):
+        # one executable for every n; the loop runs n times at run time
+        return lax.fori_loop(0, x.shape[0], lambda i, acc: acc + x ** i, rnp.zeros_like(x))
+
+- branches: :func:`cond`, :func:`switch` (index clamped into range);
+- loops: :func:`fori_loop` (bounds may be ints, symbolic dims or traced integers),
+  :func:`while_loop`, :func:`scan` (over a leading axis that may be symbolic);
+- windows at run-time offsets: :func:`dynamic_slice`, :func:`dynamic_update_slice`
+  (in place when the operand is dead afterwards), and their ``_in_dim`` / index forms;
+- math: :func:`rsqrt`.
+
+Each branch or loop body is traced once into a function of the compiled module and
+called at run time: nothing is unrolled, and the trip counts and predicates are run-time
+values. Loop carries keep their structure, shapes and dtypes, as in jax (a ``TypeError``
+names the carry a body changes). The implementation lives in ``relaxjax._lax``.
+"""
+
+from relaxjax._lax import control as _control
+from relaxjax._lax import slicing as _slicing
+from relaxjax._lax.control import *  # noqa: F403
+from relaxjax._lax.slicing import *  # noqa: F403
+
+__all__ = sorted({*_control.__all__, *_slicing.__all__})
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,127 @@
+"""In-place updates: an op that can write into its operand does so when nobody else can see it.
+
+An op declares the operand it can update (``Op.inplace_operand``) and a kernel that
+writes into that operand's buffer (``Op.lower_inplace``, whose last parameter is the
+operand as the output). When the operand is owned by the function and dead after the
+call (:class:`relaxjax.ir.inplace.BufferFacts`: computed by a call of the function, or a
+carry a loop body receives, and read by nothing afterwards), the call becomes
+``call_tir_inplace`` of that kernel; otherwise it stays an op call and is legalised to
+the functional kernel (a fresh result). ``dynamic_update_slice`` is such an op: a
+KV-cache write costs the size of the update, not of the cache::
+
+    lv1: Tensor((L, d), "float32") = add(cache0, delta)
+    lv2: Tensor((L, d), "float32") = dynamic_update_slice(lv1, row, i, 0, ...)
+  becomes
+    lv2: Tensor((L, d), "float32") = call_tir_inplace(mod.dynamic_update_slice_inplace,
+        (row, i, 0), (lv1,), out_info=Tensor((L, d), "float32"))
+
+A parameter of the entry function is the caller's array and is never updated: the
+first update of one makes the copy (the functional kernel), the later ones are in place.
+The pass runs before ``legalize``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from relaxjax.ir import (
+    Binding,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    Function,
+    GlobalVar,
+    IRModule,
+    SeqExpr,
+    ShapeExpr,
+    call_tir_inplace,
+)
+from relaxjax.ir.inplace import BufferFacts
+from relaxjax.passes.kernels import kernel_key, rename_kernel
+from relaxjax.passes.legalize import is_op_call
+
+__all__ = ["inplace_updates"]
+
+
+class _Kernels:
+    """The module's kernels by structure, and names for new ones."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
+        self.taken = set(mod.functions)
+        self.new: dict[str, object] = {}
+
+    def add(self, kernel: object, stem: str) -> str:
+        key = kernel_key(kernel)
+        if key not in self.names:
+            name, count = stem, 0
+            while name in self.taken:
+                count += 1
+                name = f"{stem}_{count}"
+            self.taken.add(name)
+            self.names[key] = name
+            self.new[name] = rename_kernel(kernel, name)
+        return self.names[key]
+
+
+def _inplace_call(call: Call, kernels: _Kernels) -> Call:
+    op = call.op
+    index = op.inplace_operand  # type: ignore[union-attr]
+    arg_infos = tuple(a.info for a in call.args)
+    kernel = op.lower_inplace(arg_infos, call.attrs, call.info)  # type: ignore[union-attr]
+    name = kernels.add(kernel, f"{op.name}_inplace")  # type: ignore[union-attr]
+    inputs = [a for k, a in enumerate(call.args) if k != index]
+    scalars = tuple(getattr(kernel, "scalar_params", ()))
+    tir_vars = ShapeExpr(scalars) if scalars else None
+    assert call.info is not None
+    updated = call_tir_inplace(GlobalVar(name), inputs, (call.args[index],), call.info, tir_vars)
+    return Call(updated.op, updated.args, updated.attrs, updated.info, call.checks)
+
+
+def _function(function: Function, kernels: _Kernels) -> Function:
+    facts = BufferFacts(function)
+    position = -1
+    blocks = []
+    changed = False
+    for block in function.body.blocks:
+        bindings = []
+        for binding in block.bindings:
+            position += 1
+            value = binding.value
+            index = getattr(getattr(value, "op", None), "inplace_operand", None)
+            if isinstance(binding, Binding) and is_op_call(value) and index is not None:
+                assert isinstance(value, Call)
+                target = value.args[index]
+                others = [a for k, a in enumerate(value.args) if k != index]
+                if facts.can_update(position, target, others):
+                    binding = Binding(binding.var, _inplace_call(value, kernels), binding.location)
+                    changed = True
+            bindings.append(binding)
+        kind = DataflowBlock if isinstance(block, DataflowBlock) else BindingBlock
+        blocks.append(kind(bindings))
+    if not changed:
+        return function
+    body = SeqExpr(blocks, function.body.body)
+    return Function(function.params, body, function.ret_info, function.name, function.attrs)
+
+
+def inplace_updates(mod: IRModule) -> IRModule:
+    """``mod`` with each op call that can update a dead, owned operand in place made a
+    ``call_tir_inplace`` (see the module doc)."""
+    kernels = _Kernels(mod)
+    items = {}
+    changed = False
+    for name, item in mod.functions.items():
+        if isinstance(item, Function):
+            new = _function(item, kernels)
+            changed = changed or new is not item
+            items[name] = new
+        else:
+            items[name] = item
+    if not changed:
+        return mod
+    result = IRModule(items)
+    for name, kernel in kernels.new.items():
+        result = result.with_function(name, kernel)
+    return result
+
