@@ -151,6 +151,7 @@ def test_dtypes_match_jax(dtype):
         for a, b in zip(mine, jax.tree_util.tree_leaves(theirs[name])):
             assert a.dtype == str(b.dtype), f"{name} of {dtype}: {a.dtype} vs jax {b.dtype}"
             assert a.shape == b.shape, f"{name} of {dtype}"
+            assert a.weak == (bool(b.weak_type) and a.dtype != "bool"), f"{name} of {dtype}"
 
 
 def test_from_data():

@@ -164,13 +164,20 @@ def test_eager_evaluation_matches_jax():
         _same(fn(rnn, rsp, x, p), theirs[name], f"eager {name}")
 
 
-@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "float16", "bfloat16", "float64"])
+DTYPES = ["bool", "int8", "int32", "float16", "bfloat16", "float64", "weak-float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_dtypes_match_jax(dtype):
-    """Result dtypes and shapes against jax's eval_shape (the float32-only ndtr/log_ndtr
-    and the functions jax refuses for a dtype are refused too)."""
+    """Result dtypes, weak types and shapes against jax's eval_shape (the float32-only
+    ndtr/log_ndtr and the functions jax refuses for a dtype are refused too);
+    ``weak-float64`` is ``x_int32 + 2.0``, a weakly typed tensor."""
     refused = {}
+    weak = dtype.startswith("weak")
+    dtype = "int32" if weak else dtype
 
     def make(nn, sp, module, x):
+        x = module.add(x, 2.0) if weak else x
         results = {}
         for name, fn in CASES.items():
             try:
@@ -192,6 +199,8 @@ def test_dtypes_match_jax(dtype):
         for a, b in zip(mine, jax.tree_util.tree_leaves(theirs[name])):
             assert a.dtype == str(b.dtype), f"{name} of {dtype}: {a.dtype} vs jax {b.dtype}"
             assert a.shape == b.shape, f"{name} of {dtype}: {a.shape} vs jax {b.shape}"
+            jax_weak = bool(b.weak_type) and str(b.dtype) != "bool"
+            assert a.weak == jax_weak, f"{name} of {dtype} (weak={weak}): weak type {a.weak}"
 
 
 def test_stable_regions_are_accurate():

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from relaxjax import dtypes
 from relaxjax._nn.activations import sigmoid
+from relaxjax._numpy import arraylike
+from relaxjax._numpy.arraylike import dtype_of, shape_of
 from relaxjax._numpy.core import (
     abs,
     add,
@@ -42,16 +43,14 @@ from relaxjax._numpy.core import (
     where,
 )
 from relaxjax._numpy.core import where as _select
-from relaxjax._numpy.reduction import dtype_of, shape_of
 from relaxjax._numpy.reduction import max as _max
 from relaxjax._numpy.reduction import mean as _mean
 from relaxjax._numpy.reduction import sum as _sum
 from relaxjax._numpy.shape import broadcast_to, split, squeeze
-from relaxjax._numpy.ufuncs import cast_to, expm1, isfinite, log1p, logaddexp, operand_kind
+from relaxjax._numpy.ufuncs import expm1, isfinite, log1p, logaddexp
 from relaxjax._numpy.ufuncs import sign as _sign
 from relaxjax._numpy.ufuncs import square as _square
 from relaxjax.ops.axes import reduced_axes
-from relaxjax.ops.base import to_inexact
 from relaxjax.ops.logsumexp import LogSumExpAttrs
 from relaxjax.trace import emit
 
@@ -218,11 +217,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     if where is not None:
         a = _select(where, a, 0)
     if b is not None:
-        work = to_inexact(dtypes.result_type(operand_kind(a), operand_kind(b)))
-        a, b = cast_to(a, work), cast_to(b, work)
+        a, b = arraylike.converted(a, b, inexact=True)
         a = _select(emit("not_equal", (b, 0)), a, -np.inf)
     else:
-        a = cast_to(a, to_inexact(dtype_of(a)))
+        (a,) = arraylike.converted(a, inexact=True)
     peak = _max(a, axes, keepdims=True, where=where, initial=-np.inf)
     peak = _select(isfinite(peak), peak, 0)
     terms = exp(subtract(a, peak))
@@ -249,7 +247,7 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
         count = 1
         for a in _axes(x, axis):
             count = count * shape_of(x)[a]
-        count = cast_to(count, dtype)
+        count = arraylike.astype(count, dtype)
     else:
         mask = broadcast_to(where, shape_of(x))
         count = _sum(mask, _axes(x, axis), dtype=dtype, keepdims=keepdims)

@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes
+from relaxjax._numpy.arraylike import astype as cast_to
+from relaxjax._numpy.arraylike import operand_kind, shape_of
 from relaxjax._numpy.core import arange, asarray, astype, where, zeros, zeros_like
-from relaxjax._numpy.reduction import shape_of
 from relaxjax._numpy.shape import broadcast_to, reshape, stack, transpose
-from relaxjax._numpy.ufuncs import cast_to, log10, operand_kind, sign
+from relaxjax._numpy.ufuncs import log10, sign
 from relaxjax.ops.base import to_inexact
 from relaxjax.ops.linspace import LinspaceAttrs
 from relaxjax.trace import Tracer, emit

@@ -19,11 +19,11 @@ import ml_dtypes
 import numpy as np
 
 from relaxjax import arith, dtypes
-from relaxjax._numpy.core import asarray, astype, full_like, where, zeros_like
-from relaxjax._numpy.reduction import dtype_of, shape_of
+from relaxjax._numpy import arraylike
+from relaxjax._numpy.arraylike import dtype_of, shape_of
+from relaxjax._numpy.core import asarray, full_like, where, zeros_like
 from relaxjax._numpy.reduction import sum as _sum
 from relaxjax._numpy.shape import concatenate, cumsum
-from relaxjax.ops.base import to_inexact
 from relaxjax.ops.rounding import RoundAttrs
 from relaxjax.trace import Tracer, emit
 
@@ -132,26 +132,6 @@ def _no_ufunc_extras(name: str, out: object, where: object) -> None:
     for keyword, value in (("out", out), ("where", where)):
         if value is not None:
             raise NotImplementedError(f"{name}: the {keyword} argument is not supported")
-
-
-def _inexact(x: object) -> object:
-    """``x`` converted as jax's ``promote_args_inexact`` converts one operand: ints and
-    bools to ``to_inexact`` of their dtype (a Python int stays weakly typed)."""
-    if isinstance(x, bool):
-        return np.float32(x)
-    if isinstance(x, int):
-        return float(x)
-    if isinstance(x, float):
-        return x
-    return cast_to(x, to_inexact(dtype_of(x)))
-
-
-def cast_to(x: object, dtype: str) -> object:
-    """``x`` as ``dtype`` (no op when it has that dtype already); a Python scalar becomes
-    a strongly typed constant, as ``lax.convert_element_type`` makes it."""
-    if isinstance(x, (bool, int, float)):
-        return asarray(x, dtype=dtype)
-    return x if dtype_of(x) == dtype else astype(x, dtype)
 
 
 # --------------------------------------------------------------------------- unary
@@ -372,7 +352,7 @@ def frexp(x, /):
 def modf(x, /, out=None):
     """``(fractional part, integral part)``, both with the sign of ``x`` (``jnp.modf``)."""
     _no_out("modf", out)
-    x = _inexact(x)
+    (x,) = arraylike.converted(x, inexact=True)
     whole = where(emit("greater_equal", (x, 0)), floor(x), ceil(x))
     return emit("subtract", (x, whole)), whole
 
@@ -543,9 +523,9 @@ def bitwise_count(x, /):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|a - b| <= atol + rtol * |b|`` elementwise, or ``a == b`` (infinities of one
     sign); NaNs are close when ``equal_nan`` (``jnp.isclose``)."""
-    dtype = to_inexact(dtypes.result_type(operand_kind(a), operand_kind(b)))
-    a, b = cast_to(a, dtype), cast_to(b, dtype)
-    rtol, atol = cast_to(rtol, dtype), cast_to(atol, dtype)
+    a, b = arraylike.converted(a, b, inexact=True)
+    dtype = arraylike.dtype_of(a)
+    rtol, atol = arraylike.astype(rtol, dtype), arraylike.astype(atol, dtype)
     difference = emit("abs", (emit("subtract", (a, b)),))
     bound = emit("add", (atol, emit("multiply", (rtol, emit("abs", (b,))))))
     in_range = emit("logical_and", (isfinite(b), emit("less_equal", (difference, bound))))
@@ -553,13 +533,6 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if equal_nan:
         close = emit("logical_or", (close, emit("logical_and", (isnan(a), isnan(b)))))
     return close
-
-
-def operand_kind(x: object) -> dtypes.Operand:
-    """The promotion operand of ``x``: its dtype, or ``Weak`` for a Python scalar."""
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return dtypes.weak_of(x)
-    return dtype_of(x)
 
 
 def _all(condition: object) -> object:
@@ -647,7 +620,7 @@ def angle(z, deg=False):
     Integers, bools and 0-d floats give float64, as in jax."""
     dtype = dtype_of(z)
     if not dtypes.is_floating(dtype) or len(shape_of(z)) == 0:
-        z = cast_to(z, dtypes.default_float())
+        z = arraylike.astype(z, dtypes.default_float())
     result = emit("arctan2", (0.0, z))
     return rad2deg(result) if deg else result
 
@@ -694,8 +667,8 @@ def unwrap(p, discont=None, axis=-1, period=2 * math.pi):
     """``p`` with jumps larger than ``discont`` along ``axis`` replaced by their
     complement modulo ``period`` (``jnp.unwrap``)."""
     p = asarray(p)
-    dtype = dtypes.result_type(dtype_of(p), operand_kind(period))
-    p = cast_to(p, dtype)
+    dtype = arraylike.promoted(p, period)
+    p = arraylike.converted(p, period)[0]
     ndim = len(shape_of(p))
     axis = _static_int("unwrap", "axis", axis)
     if not -ndim <= axis < ndim:

@@ -18,6 +18,8 @@ import numpy as np
 from relaxjax import dtypes
 from relaxjax._nn import activations
 from relaxjax._nn.functions import logsumexp
+from relaxjax._numpy import arraylike
+from relaxjax._numpy.arraylike import dtype_of
 from relaxjax._numpy.core import (
     abs,
     add,
@@ -37,16 +39,12 @@ from relaxjax._numpy.core import (
     subtract,
     where,
 )
-from relaxjax._numpy.reduction import dtype_of
 from relaxjax._numpy.ufuncs import (
-    cast_to,
     i0,
     isnan,
     log1p,
-    operand_kind,
     square,
 )
-from relaxjax.ops.base import to_inexact
 from relaxjax.trace import emit
 
 __all__ = [
@@ -70,10 +68,9 @@ __all__ = [
 
 
 def _inexact(*args: object) -> list[object]:
-    """The operands converted to ``to_inexact`` of their promoted dtype (jax's
-    ``promote_args_inexact``)."""
-    dtype = to_inexact(dtypes.result_type(*(operand_kind(a) for a in args)))
-    return [cast_to(a, dtype) for a in args]
+    """The operands converted to ``to_inexact`` of their promoted dtype, weakly typed when
+    the promotion is (jax's ``promote_args_inexact``)."""
+    return arraylike.converted(*args, inexact=True)
 
 
 def softmax(x, /, *, axis=None):
@@ -113,7 +110,13 @@ def expit(x):
 def logit(x):
     """``log(x / (1 - x))``, the inverse of ``expit`` (``jax.scipy.special.logit``)."""
     (x,) = _inexact(x)
-    return log(divide(x, subtract(1, x)))
+    return log(divide(x, subtract(_typed(1, x), x)))
+
+
+def _typed(value: float, like: object) -> np.ndarray:
+    """``value`` as a constant of ``like``'s dtype: strongly typed, as jax's ``_lax_const``
+    (so a weakly typed operand gives a strongly typed result, as in jax)."""
+    return np.asarray(value, dtypes.to_numpy(dtype_of(like)))
 
 
 def xlogy(x, y):
@@ -146,7 +149,7 @@ def rel_entr(p, q):
     zero_p = logical_and(equal(p, 0.0), greater_equal(q, 0.0))
     safe_p, safe_q = where(positive, p, 1), where(positive, q, 1)
     value = subtract(xlogy(safe_p, safe_p), xlogy(safe_p, safe_q))
-    zero = cast_to(0.0, dtype_of(p))  # typed, as jax's: where(mask, 0.0, inf) is float64
+    zero = arraylike.astype(0.0, dtype_of(p))  # typed, as jax's: where(mask, 0.0, inf) is float64
     return where(positive, value, where(zero_p, zero, np.inf))
 
 
@@ -164,11 +167,13 @@ def _float32_or_64(name: str, x: object) -> str:
 
 
 def _ndtr(x: object, dtype: str) -> object:
-    half_sqrt_2 = float(np.asarray(0.5, dtype) * np.sqrt(np.asarray(2.0, dtype)))
+    """jax's formula, with its constants typed (numpy scalars of ``dtype``)."""
+    half, one, two = (np.asarray(v, dtype) for v in (0.5, 1.0, 2.0))
+    half_sqrt_2 = half * np.sqrt(two)
     w = multiply(x, half_sqrt_2)
     z = abs(w)
-    tail = where(greater(w, 0.0), subtract(2.0, erfc(z)), erfc(z))
-    return multiply(0.5, where(less(z, half_sqrt_2), add(1.0, erf(w)), tail))
+    tail = where(greater(w, 0.0), subtract(two, erfc(z)), erfc(z))
+    return multiply(half, where(less(z, half_sqrt_2), add(one, erf(w)), tail))
 
 
 def ndtr(x):
@@ -191,7 +196,7 @@ def log_ndtr(x, series_order=3):
     if series_order > 30:
         raise ValueError("series_order must be <= 30.")
     dtype = _float32_or_64("log_ndtr", x)
-    lower, upper = _LOG_NDTR_BOUNDS[dtype]
+    lower, upper = (np.asarray(b, dtype) for b in _LOG_NDTR_BOUNDS[dtype])
     above = greater(x, upper)
     cdf = _ndtr(where(above, negative(x), maximum(x, lower)), dtype)
     middle = where(greater(x, lower), log(cdf), _log_ndtr_lower(minimum(x, lower), series_order))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,11 +34,24 @@ from relaxjax.ops.unary import OperandType
 from relaxjax.tir import PrimExpr, PrimFunc
 
 
+def strong(types: Sequence[OperandType]) -> list[OperandType]:
+    """The operands' types with weak kinds made strong: for ops whose jax formula mixes in
+    array constants, so that their results are never weakly typed."""
+    return [t.dtype if isinstance(t, dtypes.Weak) else t for t in types]
+
+
 class InexactBinaryOp(BroadcastOp):
     """A binary op computing in ``to_inexact`` of the promoted dtype (ints -> floats)."""
 
+    #: Whether weakly typed operands give a weakly typed result (jax's ``lax`` functions);
+    #: False for jax's compositions with array constants.
+    keeps_weak: ClassVar[bool] = True
+
     def input_dtype(self, types: Sequence[OperandType]) -> str:
         return to_inexact(dtypes.result_type(*types))
+
+    def promotion_operands(self, types: Sequence[OperandType]) -> Sequence[OperandType]:
+        return types if self.keeps_weak else strong(types)
 
 
 @register
@@ -63,6 +77,7 @@ class Hypot(InexactBinaryOp):
     """``sqrt(x1 ** 2 + x2 ** 2)`` without intermediate overflow; inf if either is inf."""
 
     name = "hypot"
+    keeps_weak = False
     numpy_function = staticmethod(np.hypot)
     tir_function = staticmethod(tir.hypot)
 
@@ -130,6 +145,7 @@ class LogAddExp2(_LogAddExp):
 
     name = "logaddexp2"
     base = 2.0
+    keeps_weak = False
 
 
 @register
@@ -137,6 +153,7 @@ class Heaviside(InexactBinaryOp):
     """0 for ``x1 < 0``, 1 for ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN stays NaN)."""
 
     name = "heaviside"
+    keeps_weak = False
 
     def compute(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         zero, one = np.zeros_like(x), np.ones_like(x)

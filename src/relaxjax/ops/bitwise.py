@@ -18,6 +18,7 @@ from relaxjax import arith, dtypes, tir
 from relaxjax.ir import StructInfo
 from relaxjax.ops.base import as_tensor_info, operand_type, register, unsupported_dtype
 from relaxjax.ops.binary import BroadcastOp
+from relaxjax.ops.binary_math import strong
 from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, placeholders
 from relaxjax.ops.serial import Scalars, loop_nest, seq, when
 from relaxjax.ops.unary import OperandType, UnaryOp
@@ -145,6 +146,9 @@ class _Divisors(BitwiseOp):
         if not dtypes.is_integer(dtype):
             raise unsupported_dtype(self.name, dtype, "an integer dtype")
         return dtype
+
+    def promotion_operands(self, types: Sequence[OperandType]) -> Sequence[OperandType]:
+        return strong(types)  # jax's while loop over arrays: strongly typed
 
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo

@@ -137,6 +137,7 @@ class Spacing(FloatUnaryOp):
     sign of ``x`` (``jnp.spacing``; float16 steps toward +inf, as jax does)."""
 
     name = "spacing"
+    keeps_weak = False  # jax's formula subtracts from nextafter of array constants
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         # In the result's own dtype: a float16 step is not a float32 step.

@@ -8,14 +8,23 @@ rejects bools; ``square`` computes bools in int32. Floats round half to even.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 from relaxjax import dtypes, tir
+from relaxjax.ir import StructInfo
 from relaxjax.ops.attr_checks import check_int
-from relaxjax.ops.base import reference_input, register, unsupported_dtype, value_type
+from relaxjax.ops.base import (
+    InferContext,
+    reference_input,
+    register,
+    unsupported_dtype,
+    value_type,
+    with_dtype,
+)
 from relaxjax.ops.unary import OperandType, SignedUnaryOp, UnaryOp
 from relaxjax.tir import PrimExpr
 
@@ -69,6 +78,10 @@ class Rint(_FloatRounding):
         dtype = dtypes.result_type(x)
         return dtype if dtypes.is_floating(dtype) else dtypes.default_float()
 
+    def promotion_operands(self, x: OperandType) -> tuple[OperandType, ...]:
+        # integers are converted to float64: a strongly typed result, as jax's
+        return (x,) if dtypes.is_floating(dtypes.result_type(x)) else (self.input_dtype(x),)
+
 
 @dataclass(frozen=True, slots=True)
 class RoundAttrs:
@@ -93,6 +106,12 @@ class Round(_FloatRounding):
         if dtypes.is_bool(dtype):
             raise unsupported_dtype(self.name, dtype, "an integer or floating dtype")
         return dtype
+
+    def infer(self, args: Sequence[StructInfo], attrs: object, ctx: InferContext) -> StructInfo:
+        info = super().infer(args, attrs, ctx)
+        if attrs.decimals == 0 or not dtypes.is_floating(info.dtype):
+            return info
+        return with_dtype(info, info.dtype)  # scaled by array constants: strongly typed
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (x,) = arrays

@@ -144,6 +144,7 @@ class Log2(FloatUnaryOp):
     """The base-2 logarithm."""
 
     name = "log2"
+    keeps_weak = False  # jax computes it from log with an array constant
     numpy_function = staticmethod(np.log2)
     tir_function = staticmethod(tir.log2)
 
@@ -153,6 +154,7 @@ class Log10(FloatUnaryOp):
     """The base-10 logarithm."""
 
     name = "log10"
+    keeps_weak = False  # jax computes it from log with an array constant
     numpy_function = staticmethod(np.log10)
     tir_function = staticmethod(tir.log10)
 
@@ -214,9 +216,11 @@ class Reciprocal(FloatUnaryOp):
 
 
 class _Scaled(FloatUnaryOp):
-    """``x * factor`` with the factor rounded to ``x``'s dtype first (as jax does)."""
+    """``x * factor`` with the factor rounded to ``x``'s dtype first (as jax does: the
+    constant is an array, so the result is strongly typed)."""
 
     factor: float = 1.0
+    keeps_weak = False
 
     def compute(self, x: np.ndarray, attrs: object) -> np.ndarray:
         return x * np.asarray(self.factor, dtype=x.dtype)
@@ -246,6 +250,7 @@ class Sinc(FloatUnaryOp):
     """``sin(pi x) / (pi x)``, and 1 at 0 (the normalised sinc, as ``jnp.sinc``)."""
 
     name = "sinc"
+    keeps_weak = False  # jax's formula multiplies by an array constant
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         # In the result's own dtype, as the kernel and jax compute it: ``pi * x`` is
