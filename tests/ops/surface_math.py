@@ -141,6 +141,13 @@ NAMES = sorted({f.name for f in FUNCTIONS if "(" not in f.name}) + [
     "iscomplexobj",
     "isrealobj",
     "unwrap",
+    "packbits",
+    "unpackbits",
+    "array_repr",
+    "array_str",
+    "printoptions",
+    "get_printoptions",
+    "set_printoptions",
 ]
 
 

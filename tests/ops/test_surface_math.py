@@ -587,3 +587,59 @@ def test_bad_inputs_are_caught_while_tracing():
         relax.eval_shape(lambda x: rnp.bitwise_and(x, x), spec)
     with pytest.raises(ShapeError, match="hypot"):
         relax.eval_shape(lambda x: rnp.hypot(x, x[:, :2]), spec)
+
+
+# --------------------------------------------------------------------------- packing, printing
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "bitorder"),
+    [((13,), None, "big"), ((3, 11), 1, "little"), ((9, 2), 0, "big"), ((0,), None, "big")],
+)
+def test_packbits_and_unpackbits_match_jax(shape, axis, bitorder):
+    rng = np.random.default_rng(0)
+    values = rng.integers(-2, 3, shape).astype(np.int8)
+    for a in (values, values != 0):
+        ours = rnp.packbits(a, axis=axis, bitorder=bitorder)
+        theirs = jnp.packbits(a, axis=axis, bitorder=bitorder)
+        assert_same(ours, theirs, f"packbits {shape} axis={axis}", 0)
+        for count in (None, 0, 5, 30, -3):
+            assert_same(
+                rnp.unpackbits(ours, axis=axis, count=count, bitorder=bitorder),
+                jnp.unpackbits(np.asarray(theirs), axis=axis, count=count, bitorder=bitorder),
+                f"unpackbits {shape} axis={axis} count={count}",
+                0,
+            )
+
+
+def test_packbits_round_trip_with_symbolic_lengths():
+    @relax.jit
+    def program(x: relax.Tensor((2, "n"), "float32")):
+        packed = rnp.packbits(x > 0, axis=1)
+        return packed, rnp.unpackbits(packed, axis=-1, count=x.shape[1])
+
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 8, 13):
+        x = rng.standard_normal((2, n)).astype(np.float32)
+        packed, bits = program(x)
+        np.testing.assert_array_equal(packed, jnp.packbits(x > 0, axis=1))
+        np.testing.assert_array_equal(bits, (x > 0).astype(np.uint8))
+    assert program.cache_size() == 1
+    spec = relax.eval_shape(program, relax.Tensor((2, "n"), "float32"))
+    assert str(spec[0].shape) == "(2, (n + 7) // 8)" and str(spec[1].shape) == "(2, n)"
+    with pytest.raises(TypeError, match="integer or boolean"):
+        rnp.packbits(np.ones(3))
+    with pytest.raises(TypeError, match="unsigned byte"):
+        rnp.unpackbits(np.ones(3, np.int8))
+    with pytest.raises(ValueError, match="'little' or 'big'"):
+        rnp.packbits(np.ones(3, bool), bitorder="middle")
+
+
+def test_printing_is_numpy_s_for_concrete_arrays():
+    x = np.array([1.0, 2.5])
+    assert rnp.array_str(x) == jnp.array_str(x) and rnp.array_repr(x) == jnp.array_repr(x)
+    with rnp.printoptions(precision=2):
+        assert rnp.get_printoptions()["precision"] == 2 == jnp.get_printoptions()["precision"]
+    assert rnp.set_printoptions is not None
+    with pytest.raises(TypeError, match="array_str: a traced value has no value"):
+        relax.eval_shape(rnp.array_str, relax.Tensor((2,), "float32"))

@@ -22,7 +22,9 @@ from relaxjax._numpy import entries as _entries
 from relaxjax._numpy import index_tricks as _index_tricks
 from relaxjax._numpy import joining as _joining
 from relaxjax._numpy import manipulation as _manipulation
+from relaxjax._numpy import packing as _packing
 from relaxjax._numpy import polynomial as _polynomial
+from relaxjax._numpy import printing as _printing
 from relaxjax._numpy import reduction as _reduction
 from relaxjax._numpy import selection as _selection
 from relaxjax._numpy import shape as _shape
@@ -37,7 +39,9 @@ from relaxjax._numpy.entries import *  # noqa: F403
 from relaxjax._numpy.index_tricks import *  # noqa: F403
 from relaxjax._numpy.joining import *  # noqa: F403
 from relaxjax._numpy.manipulation import *  # noqa: F403
+from relaxjax._numpy.packing import *  # noqa: F403
 from relaxjax._numpy.polynomial import *  # noqa: F403
+from relaxjax._numpy.printing import *  # noqa: F403
 from relaxjax._numpy.reduction import *  # noqa: F403
 from relaxjax._numpy.selection import *  # noqa: F403
 from relaxjax._numpy.shape import *  # noqa: F403
@@ -56,7 +60,9 @@ __all__ = sorted(
         *_index_tricks.__all__,
         *_joining.__all__,
         *_manipulation.__all__,
+        *_packing.__all__,
         *_polynomial.__all__,
+        *_printing.__all__,
         *_reduction.__all__,
         *_selection.__all__,
         *_shape.__all__,
