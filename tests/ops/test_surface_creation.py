@@ -200,3 +200,18 @@ def test_a_negative_symbolic_size_is_refused_at_run_time():
     assert program(np.zeros(5, np.float32)).shape == (3,)
     with pytest.raises(ShapeError, match="linspace: the number of samples must be >= 0"):
         program(np.zeros(1, np.float32))
+
+
+def test_array_and_asarray_take_jax_s_keywords():
+    data = [[1, 2], [3, 4]]
+    for kwargs in ({}, {"dtype": rnp.float16}, {"copy": False}, {"ndmin": 3}, {"order": "K"}):
+        theirs = jnp.array(
+            data, **{k: (jnp.float16 if k == "dtype" else v) for k, v in kwargs.items()}
+        )
+        _same(rnp.array(data, **kwargs), theirs, f"array {kwargs}")
+    for kwargs in ({}, {"dtype": "int8"}, {"copy": True}, {"order": None}):
+        _same(rnp.asarray(data, **kwargs), jnp.asarray(data, **kwargs), f"asarray {kwargs}")
+    spec = relax.Tensor(("n",), "float32")
+    assert str(relax.eval_shape(lambda x: rnp.array(x, ndmin=2), spec).shape) == "(1, n)"
+    with pytest.raises(NotImplementedError, match="order='K'"):
+        rnp.array(data, order="F")
