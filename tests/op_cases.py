@@ -87,6 +87,8 @@ def _factorization_cases() -> list[Case]:
 
 def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> list[Case]:
     """Every op on (n, width) operands; the other sizes set the contractions' outputs."""
+    from op_cases_math import math_op_cases  # noqa: PLC0415 - it imports Case from here
+
     x, row, xi = (("n", width), F), ((width,), F), (("n", width), I)
 
     def binary(op, dtype=F, low=-2.0, high=2.0):
@@ -250,6 +252,7 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
             jax_fn=lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
             rtol=1e-4,
         ),
+        *math_op_cases(width),
     ]
 
 

@@ -10,6 +10,8 @@ PUBLIC = [
     "relaxjax.nn",
     "relaxjax.lax",
     "relaxjax.tree_util",
+    "relaxjax.scipy",
+    "relaxjax.scipy.special",
 ]
 
 
