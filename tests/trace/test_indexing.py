@@ -292,6 +292,19 @@ def test_lists_of_traced_values_are_stacked():
     np.testing.assert_array_equal(out, [3.0, 6.0])
 
 
+@pytest.mark.parametrize("positions", [range(3), range(4, 0, -2), range(2, 2), range(-1, -5, -1)])
+def test_a_range_indexes_as_numpy_s_integer_array(positions):
+    """numpy accepts ``x[range(...)]`` (picoGPT's ``wpe[range(len(inputs))]``); jax refuses it."""
+    x = np.arange(15.0).reshape(5, 3)
+    out = relax.jit(lambda x: (x[positions], x[:, range(2)], x.at[positions].add(1.0)))(x)
+    np.testing.assert_array_equal(out[0], x[positions])
+    np.testing.assert_array_equal(out[1], x[:, range(2)])
+    expected = x.copy()
+    expected[positions] += 1.0
+    np.testing.assert_array_equal(out[2], expected)
+    assert out[0].dtype == np.float64 and out[0].shape == x[positions].shape
+
+
 def test_numpy_constants_indexed_by_traced_values():
     table = np.arange(12.0).reshape(4, 3)
 

@@ -112,6 +112,8 @@ def _entry(item: object) -> Entry:
         return _array_entry(item, item.dtype)
     if isinstance(item, str | bytes):
         raise TypeError(f"string indexing is not supported; got index {item!r}")
+    if isinstance(item, range):  # numpy's integer array (jax refuses; numpy code uses it)
+        return _array_entry(np.arange(item.start, item.stop, item.step), "int64")
     if isinstance(item, list | tuple):
         item = _sequence(item)
         if isinstance(item, Tracer):
