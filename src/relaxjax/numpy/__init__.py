@@ -36,6 +36,7 @@ from relaxjax._numpy import signal as _signal
 from relaxjax._numpy import sorting as _sorting
 from relaxjax._numpy import statistics as _statistics
 from relaxjax._numpy import ufuncs as _ufuncs
+from relaxjax._numpy import updates as _updates
 from relaxjax._numpy.contractions import *  # noqa: F403
 from relaxjax._numpy.core import *  # noqa: F403
 from relaxjax._numpy.counting import *  # noqa: F403
@@ -59,6 +60,7 @@ from relaxjax._numpy.signal import *  # noqa: F403
 from relaxjax._numpy.sorting import *  # noqa: F403
 from relaxjax._numpy.statistics import *  # noqa: F403
 from relaxjax._numpy.ufuncs import *  # noqa: F403
+from relaxjax._numpy.updates import *  # noqa: F403
 from relaxjax.numpy import linalg as linalg
 
 __all__ = sorted(
@@ -86,6 +88,7 @@ __all__ = sorted(
         *_sorting.__all__,
         *_statistics.__all__,
         *_ufuncs.__all__,
+        *_updates.__all__,
         "linalg",
     }
 )
