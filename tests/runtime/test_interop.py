@@ -199,3 +199,42 @@ def test_docstring_examples():
 
     failures, tried = doctest.testmod(dlpack)
     assert tried > 0 and failures == 0
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+def test_jax_round_trip_through_from_dlpack_without_copies():
+    import relaxjax.numpy as rnp
+
+    x = jnp.arange(8.0, dtype=jnp.float32)
+    imported = rnp.from_dlpack(x)
+    assert isinstance(imported, np.ndarray) and _pointer(imported) == _pointer(x)
+    assert _pointer(rnp.from_dlpack(x, copy=True)) != _pointer(x)
+    y = relax.jit(lambda a: a * 2.0)(imported)
+    back = jnp.from_dlpack(y)
+    assert _pointer(back) == _pointer(y)
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(x) * 2)
+    # inside a trace the imported array is a constant of the program
+    np.testing.assert_array_equal(relax.jit(lambda a: a + rnp.from_dlpack(x))(imported), x * 2)
+
+
+def test_torch_round_trip_through_from_dlpack_without_copies(torch):
+    import relaxjax.numpy as rnp
+
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    imported = rnp.from_dlpack(x)
+    assert _pointer(imported) == _pointer(x)
+    y = relax.jit(lambda a: a.T @ a)(imported)
+    back = torch.from_dlpack(y)
+    assert _pointer(back) == _pointer(y)
+    assert torch.equal(back, x.T @ x)
+
+
+def test_from_dlpack_refusals():
+    import relaxjax.numpy as rnp
+
+    with pytest.raises(TypeError, match=r"from_dlpack: list has no __dlpack__ method"):
+        rnp.from_dlpack([1, 2])
+    with pytest.raises(ValueError, match=r"arrays live on the host, got device='cuda:0'"):
+        rnp.from_dlpack(jnp.ones(2), device="cuda:0")

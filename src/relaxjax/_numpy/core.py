@@ -15,6 +15,7 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax._numpy.datadep import nonzero
+from relaxjax.dlpack import as_numpy
 from relaxjax.ops.creation import ArangeAttrs, FullAttrs, LikeAttrs, ShapeDtypeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs, ClipAttrs
 from relaxjax.ops.manipulate import ExpandDimsAttrs
@@ -322,6 +323,18 @@ def arange(start, stop=None, step=None, dtype=None):
 # --------------------------------------------------------------------------- arrays
 
 
+def from_dlpack(x, /, *, device=None, copy=None):
+    """``jnp.from_dlpack``: the array of any object with ``__dlpack__`` (torch, jax, cupy
+    on the host), sharing its memory where the layout allows (``copy=True`` copies); a
+    constant of the program inside a trace."""
+    if not hasattr(x, "__dlpack__") or isinstance(x, type):
+        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method")
+    if device is not None and str(device).lower() not in ("cpu", "tfrt_cpu_0", "cpu:0"):
+        raise ValueError(f"from_dlpack: relaxjax arrays live on the host, got device={device!r}")
+    array = as_numpy(x)
+    return asarray(array.copy() if copy else array)
+
+
 def asarray(
     a: object, dtype: object = None, order: object = None, *, copy: object = None
 ) -> object:
@@ -369,6 +382,7 @@ __all__ = [
     "abs",
     "array",
     "asarray",
+    "from_dlpack",
     "absolute",
     "add",
     "arange",
