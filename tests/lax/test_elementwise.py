@@ -73,10 +73,13 @@ def program(lax, x, y, unary, binary):
     """Every function of the table on ``x`` (and ``y``), and the ones with options."""
     out = {name: getattr(lax, name)(x) for name in unary}
     out.update({name: getattr(lax, name)(x, y) for name in binary})
-    out["clamp"] = lax.clamp(y, x, lax.max(y, lax.add(y, y)))
+    out["clamp"] = lax.clamp(lax.min(x, y), x, lax.max(x, y))
     out["select"] = lax.select(lax.lt(x, y), x, y)
-    out["integer_pow"] = lax.integer_pow(x, 3)
-    out["integer_pow_0"] = lax.integer_pow(x, 0)
+    if "neg" in unary:  # numbers, not bool
+        low, high = np.asarray(1, x.dtype), np.asarray(5, x.dtype)
+        out["clamp_scalar_bounds"] = lax.clamp(low, x, high)
+        out["integer_pow"] = lax.integer_pow(x, 3)
+        out["integer_pow_0"] = lax.integer_pow(x, 0)
     if "round" in unary:
         out["round_even"] = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
         out["integer_pow_negative"] = lax.integer_pow(x, -2)
@@ -104,12 +107,17 @@ def _ints(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def _bools(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([True, True, False, False, True]), np.array([True, False, True, False, False])
+
+
 CASES = {
     "float32": (_floats, FLOAT_UNARY, FLOAT_BINARY, 2e-6),
     "float64": (_floats, FLOAT_UNARY, FLOAT_BINARY, 1e-12),
     "int32": (_ints, INT_UNARY, INT_BINARY, 0),
     "int8": (_ints, INT_UNARY, INT_BINARY, 0),
     "uint8": (_ints, UINT_UNARY, INT_BINARY, 0),
+    "bool": (_bools, [], ["eq", "ne", "lt", "le", "gt", "ge", "max", "min"], 0),
 }
 
 
@@ -177,6 +185,18 @@ def test_python_scalars_are_weak_as_in_jax():
     [
         (lambda x: rlax.exp(x.astype("int32")), "exp does not accept dtype int32. Accepted "
          "dtypes are subtypes of floating, complexfloating."),
+        (lambda x: rlax.neg(x > 0), "neg does not accept dtype bool. Accepted dtypes are "
+         "subtypes of integer, floating, complexfloating."),
+        (lambda x: rlax.add(x > 0, x > 1), "add does not accept dtype bool at position 0. "
+         "Accepted dtypes at position 0 are subtypes of integer, floating, complexfloating."),
+        (lambda x: rlax.atan2(x, x).astype("int8") + rlax.atan2(*[x.astype("int8")] * 2),
+         "atan2 does not accept dtype int8 at position 0"),
+        (lambda x: rlax.pow(x.astype("int32"), 2), "pow does not accept dtype int32 at "
+         "position 0"),
+        (lambda x: rlax.nextafter(*[x.astype("int8")] * 2), "nextafter does not accept dtype "
+         "int8 at position 0. Accepted dtypes at position 0 are subtypes of floating."),
+        (lambda x: rlax.integer_pow(x > 0, 2), "integer_pow does not accept dtype bool. "
+         "Accepted dtypes are subtypes of integer, floating, complexfloating."),
         (lambda x: rlax.erf_inv(x > 0), "erf_inv does not accept dtype bool"),
         (lambda x: rlax.abs(x.astype("uint8")), "abs does not accept dtype uint8. Accepted "
          "dtypes are subtypes of floating, complexfloating, signedinteger."),

@@ -79,7 +79,8 @@ __all__ = [
 
 _FLOATING = "floating, complexfloating"
 _SIGNED = "floating, complexfloating, signedinteger"
-_NUMERIC = "floating, complexfloating, signedinteger, unsignedinteger"
+_NUMERIC = "integer, floating, complexfloating"
+_ANY = "any"  # bool too
 
 
 class RoundingMethod(enum.IntEnum):
@@ -90,23 +91,27 @@ class RoundingMethod(enum.IntEnum):
 
 
 def _accepts(kinds: str, dtype: str) -> bool:
+    """Whether ``dtype`` is a subtype of one of ``kinds`` (jax's abstract dtype names)."""
+    if kinds == _ANY:
+        return True
+    names = set(kinds.split(", "))
     if dtype == "bool":
         return False
     if dtypes.is_floating(dtype):
-        return True
-    if dtypes.is_signed(dtype):
-        return kinds != _FLOATING
-    return kinds == _NUMERIC
+        return "floating" in names
+    return "integer" in names or ("signedinteger" in names and dtypes.is_signed(dtype))
 
 
-def _checked(name: str, x: object, kinds: str = _FLOATING) -> object:
+def _checked(name: str, x: object, kinds: str = _FLOATING, position: int | None = None) -> object:
     """``x`` as an operand, refused (``TypeError``, jax's words) unless its dtype is a
-    subtype of ``kinds``."""
+    subtype of ``kinds`` (``position``: the operand's, named as jax names it)."""
     x = array_operand(x)
     dtype = dtype_of(x)
     if not _accepts(kinds, dtype):
+        at = "" if position is None else f" at position {position}"
         raise TypeError(
-            f"{name} does not accept dtype {dtype}. Accepted dtypes are subtypes of {kinds}."
+            f"{name} does not accept dtype {dtype}{at}. Accepted dtypes{at} are subtypes of "
+            f"{kinds}."
         )
     return x
 
@@ -121,7 +126,7 @@ def _same(name: str, *xs: object, kinds: str = _NUMERIC) -> list[object]:
             f"(Tip: jnp.{name} is a similar function that does automatic type promotion on "
             "inputs)."
         )
-    return [_checked(name, x, kinds) for x in operands]
+    return [_checked(name, x, kinds, i) for i, x in enumerate(operands)]
 
 
 def _unary(name: str, function, kinds: str = _FLOATING, doc: str = ""):
@@ -213,21 +218,21 @@ def _binary(name: str, function, kinds: str = _NUMERIC, doc: str = ""):
 add = _binary("add", core.add, doc="``x + y``.")
 sub = _binary("sub", core.subtract, doc="``x - y``.")
 mul = _binary("mul", core.multiply, doc="``x * y``.")
-max = _binary("max", core.maximum, doc="the elementwise maximum (NaN propagates).")  # noqa: A001
-min = _binary("min", core.minimum, doc="the elementwise minimum (NaN propagates).")  # noqa: A001
+max = _binary("max", core.maximum, _ANY, doc="the elementwise maximum (NaN propagates).")  # noqa: A001
+min = _binary("min", core.minimum, _ANY, doc="the elementwise minimum (NaN propagates).")  # noqa: A001
 atan2 = _binary("atan2", ufuncs.arctan2, _FLOATING, doc="the angle of ``(y=x, x=y)``.")
-eq = _binary("eq", core.equal, doc="``x == y``.")
-ne = _binary("ne", core.not_equal, doc="``x != y``.")
-lt = _binary("lt", core.less, doc="``x < y``.")
-le = _binary("le", core.less_equal, doc="``x <= y``.")
-gt = _binary("gt", core.greater, doc="``x > y``.")
-ge = _binary("ge", core.greater_equal, doc="``x >= y``.")
+eq = _binary("eq", core.equal, _ANY, doc="``x == y``.")
+ne = _binary("ne", core.not_equal, _ANY, doc="``x != y``.")
+lt = _binary("lt", core.less, _ANY, doc="``x < y``.")
+le = _binary("le", core.less_equal, _ANY, doc="``x <= y``.")
+gt = _binary("gt", core.greater, _ANY, doc="``x > y``.")
+ge = _binary("ge", core.greater_equal, _ANY, doc="``x >= y``.")
 
 
 def nextafter(x1, x2):
     """``jax.lax.nextafter``: the next float after ``x1`` toward ``x2``. Both operands of
     one dtype."""
-    return ufuncs.nextafter(*_same("nextafter", x1, x2, kinds=_FLOATING))
+    return ufuncs.nextafter(*_same("nextafter", x1, x2, kinds="floating"))
 
 
 def div(x, y):
@@ -258,7 +263,7 @@ def rem(x, y):
 def pow(x, y):  # noqa: A001 - jax.lax's name
     """``jax.lax.pow``: ``x ** y`` for a float ``x`` and a ``y`` of its dtype or an integer
     ``y``."""
-    x = _checked("pow", x)
+    x = _checked("pow", x, position=0)
     y = array_operand(y)
     if dtype_of(y) != dtype_of(x) and not dtypes.is_integer(dtype_of(y)):
         raise TypeError(
@@ -273,7 +278,7 @@ def pow(x, y):  # noqa: A001 - jax.lax's name
 def clamp(min, x, max):  # noqa: A002 - jax.lax's names
     """``jax.lax.clamp``: ``x`` limited to ``[min, max]`` (bounds scalars or of x's shape),
     all three of one dtype."""
-    low, x, high = _same("clamp", min, x, max)
+    low, x, high = _same("clamp", min, x, max, kinds=_ANY)
     return core.minimum(core.maximum(x, low), high)
 
 
@@ -283,7 +288,7 @@ def select(pred, on_true, on_false):
     pred = array_operand(pred)
     if dtype_of(pred) != "bool":
         raise TypeError(f"select: pred must be boolean, got {dtype_of(pred)}")
-    on_true, on_false = _same("select", on_true, on_false)
+    on_true, on_false = _same("select", on_true, on_false, kinds=_ANY)
     return core.where(pred, on_true, on_false)
 
 
