@@ -444,9 +444,11 @@ class Call(PrimExpr):
         if len(kinds) != 1:
             raise TypeError(f"arguments of {self.intrinsic} have different dtypes: {sorted(kinds)}")
         (dtype,) = kinds
-        floating = dtypes.is_floating(dtype)
-        if (spec.operands == "float" and not floating) or (
-            spec.operands == "numeric" and not (floating or dtypes.is_integer(dtype))
+        floating, integer = dtypes.is_floating(dtype), dtypes.is_integer(dtype)
+        if (
+            (spec.operands == "float" and not floating)
+            or (spec.operands == "numeric" and not (floating or integer))
+            or (spec.operands == "integer" and not (integer or dtypes.is_bool(dtype)))
         ):
             raise TypeError(f"{self.intrinsic} needs {spec.operands} arguments, got {dtype}")
 

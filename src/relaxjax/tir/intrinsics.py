@@ -6,6 +6,15 @@ Semantics every backend implements (the reference interpreter is the executable 
   (round to nearest even);
 - ``rsqrt(x) = 1 / sqrt(x)``, ``sigmoid(x) = 1 / (1 + exp(-x))``, ``round`` rounds half
   to even, ``fma(a, b, c) = a * b + c`` (fused or not);
+- ``nextafter(x, y)`` is the next value of the operands' own dtype after ``x`` toward
+  ``y`` (a float16 or bfloat16 step, not a float32 one); ``ldexp(x, e) = x * 2 ** e``
+  exactly, rounded once, for an integral ``e`` given in ``x``'s dtype (a fraction is
+  truncated toward zero; ``e`` must not be NaN); ``fmod`` is C's (the sign of ``x``);
+- the integer intrinsics take ints or bools of one dtype: ``bitwise_and/or/xor/not``
+  (logical on bool), ``shift_left``, ``shift_right`` (arithmetic for signed dtypes,
+  logical for unsigned) and ``popcount`` (of the two's complement bits). A shift by an
+  amount outside ``[0, bits)`` gives 0, or -1 for a negative value shifted right
+  arithmetically (as XLA and ``jax.lax`` define it);
 - ``if_then_else(cond, a, b)`` evaluates only the selected operand (unlike ``Select``,
   which evaluates both): use it to guard loads that would be out of bounds.
 
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-OPERAND_KINDS: tuple[str, ...] = ("float", "numeric")
+OPERAND_KINDS: tuple[str, ...] = ("float", "numeric", "integer")
 RESULT_KINDS: tuple[str, ...] = ("same", "bool")
 
 
@@ -36,8 +45,9 @@ RESULT_KINDS: tuple[str, ...] = ("same", "bool")
 class Intrinsic:
     """The signature of an intrinsic: operand count and kind, and the result dtype rule.
 
-    ``operands`` is ``"float"`` (all operands one floating dtype) or ``"numeric"`` (one
-    int or float dtype); ``result`` is ``"same"`` (the operands' dtype) or ``"bool"``.
+    ``operands`` is ``"float"`` (all operands one floating dtype), ``"numeric"`` (one
+    int or float dtype) or ``"integer"`` (one int or bool dtype); ``result`` is
+    ``"same"`` (the operands' dtype) or ``"bool"``.
     """
 
     name: str
@@ -57,8 +67,11 @@ def _table(*entries: Intrinsic) -> dict[str, Intrinsic]:
 _FLOAT_UNARY = (
     ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt")
     + ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh")
-    + ("erf", "sigmoid", "floor", "ceil", "trunc", "round")
+    + ("asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "sigmoid")
+    + ("floor", "ceil", "trunc", "round")
 )
+_FLOAT_BINARY = ("pow", "atan2", "hypot", "copysign", "fmod", "nextafter", "ldexp")
+_INTEGER_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
 
 INTRINSICS: dict[str, Intrinsic] = _table(
     *(Intrinsic(name, 1, "float", "same") for name in _FLOAT_UNARY),
@@ -66,9 +79,11 @@ INTRINSICS: dict[str, Intrinsic] = _table(
     Intrinsic("isnan", 1, "float", "bool"),
     Intrinsic("isinf", 1, "float", "bool"),
     Intrinsic("isfinite", 1, "float", "bool"),
-    Intrinsic("pow", 2, "float", "same"),
-    Intrinsic("atan2", 2, "float", "same"),
+    *(Intrinsic(name, 2, "float", "same") for name in _FLOAT_BINARY),
     Intrinsic("fma", 3, "float", "same"),
+    *(Intrinsic(name, 2, "integer", "same") for name in _INTEGER_BINARY),
+    Intrinsic("bitwise_not", 1, "integer", "same"),
+    Intrinsic("popcount", 1, "integer", "same"),
 )
 
 # ``if_then_else(cond, a, b)``: a lazy select; its rule is special (bool, T, T -> T).

@@ -91,6 +91,17 @@ _UFUNCS = {
     "isfinite": "isfinite",
     "pow": "power",
     "atan2": "arctan2",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "cbrt": "cbrt",
+    "hypot": "hypot",
+    "copysign": "copysign",
+    "fmod": "fmod",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "bitwise_not": "invert",
 }
 _BINARY = {
     "+": "({a} + {b})",
@@ -192,7 +203,13 @@ class _Codegen:
             "rsqrt": "_rt_rsqrt",
             "sigmoid": "_rt_sigmoid",
             "erf": "_rt_erf",
+            "erfc": "_rt_erfc",
             "fma": "_rt_fma",
+            "ldexp": "_rt_ldexp",
+            "nextafter": "_rt_nextafter",
+            "shift_left": "_rt_shift_left",
+            "shift_right": "_rt_shift_right",
+            "popcount": "_rt_popcount",
         }
         if e.intrinsic in special:
             return f"{special[e.intrinsic]}({', '.join(args)})"

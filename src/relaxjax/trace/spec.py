@@ -206,7 +206,8 @@ def annotation_spec(
 ) -> tuple[list[StructInfo], pytree.TreeDef] | None:
     """The spec pytree an annotation declares, or None if it declares none.
 
-    A spec, or a tuple/list/dict of specs, declares one; a symbolic dim (``relax.sym
+    A spec, or a pytree of specs (tuples, lists, dicts, named tuples, registered
+    classes such as a dataclass of specs), declares one; a symbolic dim (``relax.sym
     ("m")``) declares a symbolic scalar (:func:`dim_spec`). Annotations that hold no
     spec (``int``, ``np.ndarray``, ...) are ignored: the parameter is specialised at
     the call. The class ``relax.Tensor`` itself, or a structure mixing specs with
@@ -217,7 +218,9 @@ def annotation_spec(
             f"parameter {param!r}: annotated with the class {_class_name(annotation)} itself; "
             'give a spec such as relax.Tensor(("n", 4), "float32")'
         )
-    if not isinstance(annotation, (*SPEC_TYPES, arith.Expr, tuple, list, dict)):
+    if isinstance(annotation, type) or not (
+        isinstance(annotation, (*SPEC_TYPES, arith.Expr)) or pytree.is_node(annotation)
+    ):
         return None
     leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
     leaves = [dim_spec(leaf) if isinstance(leaf, arith.Expr) else leaf for leaf in leaves]
@@ -228,7 +231,7 @@ def annotation_spec(
         other = next(leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES))
         raise TypeError(
             f"parameter {param!r}: the annotation mixes specs with {_describe(other)}; "
-            "annotate with a spec or a tuple/list/dict of specs"
+            "annotate with a spec or a pytree (tuple, list, dict, registered class) of specs"
         )
     return leaves, treedef
 
