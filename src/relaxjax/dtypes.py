@@ -133,6 +133,34 @@ def to_numpy(name: str) -> np.dtype:
     return np.dtype(name)
 
 
+def convert(values: object, name: str) -> np.ndarray:
+    """``values`` as an array of dtype ``name`` by jax's conversion rules (XLA's
+    ``convert``): floats to integers truncate toward zero and saturate at the integer
+    range, NaN giving 0 (numpy wraps instead); to bool tests ``!= 0``; to bfloat16
+    rounds from float32."""
+    array = np.asarray(values)
+    if is_bool(name):
+        return array != 0
+    target = to_numpy(name)
+    if is_integer(name) and (np.issubdtype(array.dtype, np.floating) or array.dtype == _BF16):
+        return _saturating_int(array, target)
+    if target == _BF16 and array.dtype not in (_BF16, np.float32):
+        array = array.astype(np.float32)
+    return array.astype(target)
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _saturating_int(array: np.ndarray, target: np.dtype) -> np.ndarray:
+    info = np.iinfo(target)
+    wide = np.trunc(array.astype(np.float64))
+    wide = np.where(np.isnan(wide), 0.0, wide)
+    too_high = wide >= float(info.max)  # int64's max is not a float64: set it apart
+    inside = np.where(too_high, 0.0, np.clip(wide, float(info.min), float(info.max)))
+    return np.where(too_high, target.type(info.max), inside.astype(target))
+
+
 def is_floating(name: str) -> bool:
     """True for float16, bfloat16, float32 and float64."""
     return canonical(name) in _FLOATING

@@ -151,15 +151,20 @@ def test_values_dtypes_and_weak_types_against_jax_lax(dtype):
         assert (s.dtype, s.weak) == (str(their_specs[name].dtype), their_specs[name].weak_type)
 
 
-@pytest.mark.parametrize("target", ["int16", "uint8", "float16", "bool", "int64", "float64"])
+@pytest.mark.parametrize(
+    "target", ["int8", "int16", "int32", "uint8", "float16", "bool", "int64", "float64"]
+)
 def test_convert_element_type_against_jax(target):
-    # finite values in the target's range: out of range, relaxjax's float-to-integer
-    # conversions do not saturate as jax's do
-    x = np.array([0.0, -0.0, 1.5, 0.5, 2.7, 0.2, 100.25, 7.0], np.float32)
+    # out-of-range values, infinities and NaN saturate (NaN gives 0), as XLA's convert
+    x = np.array(
+        [0.0, -0.0, 1.5, -2.7, 100.25, 300.5, -1e9, 3e10, np.inf, -np.inf, np.nan], np.float32
+    )
     got = relax.jit(lambda x: rlax.convert_element_type(x, np.dtype(target)))(x)
     want = jax.lax.convert_element_type(x, np.dtype(target))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+    eager = rlax.convert_element_type(x, np.dtype(target))  # the op's reference
+    np.testing.assert_array_equal(eager, want)
 
 
 def test_erf_inv_is_accurate_to_the_last_digits_near_one():

@@ -12,6 +12,8 @@ import math
 import ml_dtypes
 import numpy as np
 
+from relaxjax import dtypes
+
 
 def _check(index, extent, what):
     if isinstance(index, np.ndarray):
@@ -31,7 +33,10 @@ def _to_float32_first(x, dtype):
 
 
 def _cast(x, dtype):
-    return _to_float32_first(_as_numpy(x), dtype)
+    x = _as_numpy(x)
+    if np.dtype(dtype).kind in "iu":  # floats saturate, as in the backend (jax's rule)
+        return dtypes.convert(x, np.dtype(dtype).name)[()]
+    return _to_float32_first(x, dtype)
 
 
 def _as_numpy(x):
