@@ -20,8 +20,18 @@ def _numpy_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     np.matmul(a, b, out=out)
 
 
+def _copy(source: np.ndarray, out: np.ndarray) -> None:
+    """``out = source``: a copy between host and device (``passes.placement``), which on a
+    CPU-only executable is a copy between host arrays (the cuda runtime emits its own)."""
+    out[...] = source
+
+
 #: symbol -> function(*inputs, *outputs)
-EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {"numpy.matmul": _numpy_matmul}
+EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {
+    "numpy.matmul": _numpy_matmul,
+    "relaxjax.cuda.to_host": _copy,
+    "relaxjax.cuda.to_device": _copy,
+}
 
 
 def lookup_extern(symbol: str, where: str) -> Callable[..., None]:
