@@ -1,0 +1,202 @@
+"""Every op of API.md section 5 and a GPT block lower to PTX that ptxas assembles for
+sm_80 and sm_90, with no register spills; both PTX compilers; errors; the cache."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import needs_nvvm, needs_ptxas
+from binding import bind_module
+from models import gpt_block
+
+import relaxjax as relax
+from relaxjax import schedule, tir
+from relaxjax.backends.cuda import CudaTarget, build_cuda, emit_ptx, ptx_isa
+from relaxjax.backends.cuda import build as cuda_build
+from relaxjax.backends.cuda.compile import parse_resources
+from relaxjax.backends.cuda.launches import plan_kernel
+from relaxjax.backends.llvm import cache_stats, reset_cache_stats
+from relaxjax.errors import LoweringError
+from relaxjax.passes import default_pipeline
+from relaxjax.runtime.cuda import compile_program
+from relaxjax.tir import te
+
+from op_cases import jitted, op_cases  # noqa: I001
+
+CASES = [c for c in op_cases(width=16, matmul_cols=8, einsum_cols=8, head_dim=8)]
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def all_ops(request):
+    """Every case's kernels (pipeline + binding) built as one module for one arch."""
+    kernels, per_case = {}, {}
+    for case in CASES:
+        mod = bind_module(default_pipeline("cuda")(jitted(case, "cuda").trace()))
+        names = []
+        for name, kernel in mod.kernels().items():
+            kernels[f"{case.op}__{name}"] = kernel
+            names.append(f"{case.op}__{name}")
+        per_case[case.op] = names
+    if cuda_build.ptxas_path() is None:
+        pytest.skip("ptxas (relaxjax[cuda]) is missing")
+    module = build_cuda(kernels, CudaTarget(request.param), assemble_cubin=True)
+    return request.param, module, per_case
+
+
+@needs_ptxas
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.op)
+def test_every_op_assembles_without_spills(all_ops, case):
+    arch, module, per_case = all_ops
+    assert module.cubin and module.cubin[:4] == b"\x7fELF"
+    for name in per_case[case.op]:
+        kernel = module.kernels[name]
+        resources = kernel.resources()
+        assert set(resources) == set(kernel.entries), f"{name}: ptxas reported no resources"
+        for entry, used in resources.items():
+            assert 0 < used.registers <= 255, f"{arch} {entry}: {used}"
+            assert not used.spills, f"{arch} {entry} spills: {used}"
+    assert f".target {arch}" in module.ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_gpt_block_assembles_for_both_architectures(arch):
+    f = gpt_block(64, 4, 256)
+    program = compile_program(f.trace(), CudaTarget(arch), assemble=True)
+    assert program.host_kernels == ()
+    resources = program.cuda.resources
+    entries = [e for k in program.cuda.kernels.values() for e in k.entries]
+    assert set(resources) == set(entries) and len(entries) >= 10
+    assert not [e for e, r in resources.items() if r.spills]
+
+
+def test_ptx_works_without_a_gpu_and_names_the_arch():
+    f = jitted(next(c for c in CASES if c.op == "softmax"), "cuda")
+    text = f.ptx(arch="sm_80")
+    assert ".target sm_80" in text and ".entry relaxjax_" in text
+    assert ptx_isa(text) <= (9, 0)  # loads on the CUDA 13.0 driver
+    with pytest.raises(LoweringError, match="CudaTarget.arch: expected one of"):
+        f.ptx(arch="sm_70")
+
+
+def test_lower_works_for_cuda_functions():
+    f = jitted(next(c for c in CASES if c.op == "add"), "cuda")
+    assert "call_tir" in str(f.lower())
+
+
+def _bound_elementwise(threads: int = 256) -> tir.PrimFunc:
+    a = te.placeholder(("n", 64), "float32", name="A")
+    b = te.compute(("n", 64), lambda i, j: tir.exp(a[i, j]) * 2.0 + tir.max(a[i, j], 0.5), name="B")
+    sch = schedule.Schedule(te.create_prim_func([a, b], name="ew"))
+    i, j = sch.get_loops(sch.get_block("B"))
+    outer, inner = sch.split(sch.fuse(i, j), factors=[None, threads])
+    sch.bind(outer, "blockIdx.x")
+    sch.bind(inner, "threadIdx.x")
+    return sch.func
+
+
+@needs_ptxas
+@pytest.mark.parametrize("compiler", [pytest.param("nvvm", marks=needs_nvvm), "llvmlite"])
+def test_both_ptx_compilers_assemble_with_libdevice(compiler):
+    module = build_cuda(_bound_elementwise(), CudaTarget("sm_90"), compiler, assemble_cubin=True)
+    assert "__nv_expf" not in module.ptx or compiler == "nvvm"  # linked, then inlined
+    (kernel,) = module.kernels.values()
+    assert kernel.entries == ("relaxjax_ew",)
+    assert kernel.resources()["relaxjax_ew"].registers > 0
+    plan = kernel.plan.launches[0]
+    assert str(plan.grid[0]) == "(n * 64 + 255) // 256" and plan.block == (256, 1, 1)
+
+
+@needs_nvvm
+def test_nvvm_ptx_has_isa_9_and_the_llvm_exp_intrinsic_never_reaches_libnvvm():
+    module = build_cuda(_bound_elementwise(), CudaTarget("sm_80"), "nvvm", assemble_cubin=False)
+    assert ptx_isa(module.ptx) == (9, 0)
+    assert "@\"llvm.exp" not in module.ir_text and "@\"__nv_expf\"" in module.ir_text
+    assert "fneg" not in module.ir_text and "addrspace(1)*" in module.ir_text
+    assert '!"kernel"' in module.ir_text and "!nvvmir.version" in module.ir_text
+
+
+def test_the_cache_answers_a_second_build_from_memory_then_disk():
+    func = _bound_elementwise(128)
+    build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
+    reset_cache_stats()
+    build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
+    assert cache_stats().memory_hits == 1 and cache_stats().compiles == 0
+    cuda_build._built.clear()
+    reset_cache_stats()
+    again = build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
+    assert cache_stats().hits == 1 and cache_stats().compiles == 0
+    assert ".entry relaxjax_ew" in again.ptx
+
+
+def test_a_block_over_1024_threads_is_refused():
+    with pytest.raises(LoweringError, match="2048 threads per block, over the limit of 1024"):
+        emit_ptx(_bound_elementwise(2048), CudaTarget("sm_90"))
+
+
+def test_a_thread_extent_must_depend_only_on_the_kernels_symbols():
+    a = te.placeholder(("n",), "float32", name="A")
+    b = te.compute(("n",), lambda i: a[i] + 1.0, name="B")
+    sch = schedule.Schedule(te.create_prim_func([a, b], name="inc"))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    outer, inner = sch.split(i, factors=[None, 32])
+    sch.bind(inner, "threadIdx.x")
+    func = sch.func  # the outer loop stays serial: fine, one launch of 32 threads
+    plan = plan_kernel(func, "inc", CudaTarget())
+    assert plan.launches[0].block == (32, 1, 1) and plan.launches[0].grid == (1, 1, 1)
+
+
+def test_unknown_compiler_and_arch_are_refused():
+    with pytest.raises(LoweringError, match="unknown PTX compiler 'clang'"):
+        build_cuda(_bound_elementwise(), compiler="clang")
+    with pytest.raises(LoweringError, match="expected one of sm_80"):
+        CudaTarget("sm_75")
+
+
+def test_ptxas_resource_lines_are_parsed():
+    log = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+        "ptxas info    : Function properties for k\n"
+        "    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem\n"
+    )
+    (used,) = parse_resources(log).values()
+    assert (used.registers, used.spill_stores, used.spill_loads, used.shared_bytes) == (
+        40, 8, 4, 1024,
+    )  # fmt: skip
+    assert used.spills
+
+
+def test_a_kernel_the_gpu_cannot_take_runs_on_the_host_with_explicit_copies():
+    @relax.jit
+    def f(x: relax.Tensor(("n", 64), "float32")):
+        return relax.numpy.tanh(relax.numpy.exp(x))
+
+    mod = f.lower()
+    exp = mod.kernels()["exp"]
+    a = te.placeholder(exp.params[0].shape, "float32", name=exp.params[0].name)
+    b = te.compute(exp.params[1].shape, lambda i, j: tir.exp(a[i, j]), name=exp.params[1].name)
+    sch = schedule.Schedule(te.create_prim_func([a, b], name="exp"))
+    i, j = sch.get_loops(sch.get_block(exp.params[1].name))
+    _, inner = sch.split(j, factors=[None, 2048])  # guarded: j < 64
+    sch.bind(i, "blockIdx.x")
+    sch.bind(inner, "threadIdx.x")  # 2048 threads per block: no GPU launches that
+    from relaxjax.schedule.replace import replace_kernel
+
+    mod = replace_kernel(mod, "exp", sch.func)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = compile_program(mod, CudaTarget("sm_90"), assemble=False)
+    assert program.host_kernels == ("exp",)
+    assert any("kernel exp runs on the host" in str(w.message) for w in caught)
+    assert any("2048 threads per block" in str(w.message) for w in caught)
+    text = str(program.module)
+    assert "relaxjax.cuda.to_host" in text and "relaxjax.cuda.to_device" in text
+    # The placed program means the same: run it on the CPU runtime (copies are copies).
+    from relaxjax.runtime import build_executable
+
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    (y,) = build_executable(program.module, "reference")(x)
+    np.testing.assert_allclose(y, np.tanh(np.exp(x)), rtol=1e-6)
