@@ -191,7 +191,7 @@ def as_device_array(device: Device, value: object) -> DeviceArray:
         return _from_interface(device, value, interface)
     if is_gpu_array(value):
         return _from_dlpack(device, value)
-    host = np.ascontiguousarray(value)
+    host = np.require(np.asarray(value), requirements="C")
     result = device_empty(device, host.shape, host.dtype)
     if host.nbytes:
         device.driver.copy_to_device(result.ptr, memoryview(host).cast("B"), device.stream)

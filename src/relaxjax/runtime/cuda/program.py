@@ -364,6 +364,6 @@ def _copy_to_device(device: Device, destination: int, source: np.ndarray) -> Non
     recorder = current_recorder()
     if recorder is not None:
         recorder.flush()  # kernels recorded so far may read memory the copy reuses
-    host = np.ascontiguousarray(source)
+    host = np.require(source, requirements="C")
     if host.nbytes:
         device.driver.copy_to_device(destination, memoryview(host).cast("B"), device.stream)
