@@ -41,15 +41,15 @@ def _optional(name: str):
         return None
 
 
-def timed(fn, sync, repeat: int) -> float:
-    """Median milliseconds of ``fn()`` after two warm-up calls."""
-    fn()
-    fn()
+def timed(fn, args: tuple, sync, repeat: int) -> float:
+    """Median milliseconds of ``fn(*args)`` after two warm-up calls."""
+    fn(*args)
+    fn(*args)
     sync()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn()
+        fn(*args)
         sync()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
@@ -72,7 +72,9 @@ def bench_bandwidth(repeat: int, torch) -> None:
              b: relax.Tensor((4096,), "float32")):  # fmt: skip
         return rnn.layer_norm(x, g, b)
 
-    print(f"{'n':>6} {'copy GB/s':>10} {'fused GB/s':>11} {'share':>6} {'norm GB/s':>10} {'share':>6}")
+    print(
+        f"{'n':>6} {'copy GB/s':>10} {'fused GB/s':>11} {'share':>6} {'norm GB/s':>10} {'share':>6}"
+    )
     for n in (1024, 8192, 32768):
         x = as_device_array(device, np.random.rand(n, 4096).astype(np.float32))
         y = as_device_array(device, np.random.rand(n, 4096).astype(np.float32))
@@ -81,12 +83,11 @@ def bench_bandwidth(repeat: int, torch) -> None:
         out = x.copy()
         nbytes = x.nbytes
         copy_ms = timed(
-            lambda: device.driver.copy_device(out.ptr, x.ptr, nbytes, device.stream),
-            device_sync, repeat,
-        )  # fmt: skip
+            device.driver.copy_device, (out.ptr, x.ptr, nbytes, device.stream), device_sync, repeat
+        )
         copy_gbs = 2 * nbytes / copy_ms / 1e6
-        fused_gbs = 3 * nbytes / timed(lambda: fused(x, y), device_sync, repeat) / 1e6
-        norm_gbs = 2 * nbytes / timed(lambda: norm(x, g, b), device_sync, repeat) / 1e6
+        fused_gbs = 3 * nbytes / timed(fused, (x, y), device_sync, repeat) / 1e6
+        norm_gbs = 2 * nbytes / timed(norm, (x, g, b), device_sync, repeat) / 1e6
         print(
             f"{n:>6} {copy_gbs:>10.0f} {fused_gbs:>11.0f} {fused_gbs / copy_gbs:>6.2f} "
             f"{norm_gbs:>10.0f} {norm_gbs / copy_gbs:>6.2f}"
@@ -111,13 +112,13 @@ def bench_matmul(repeat: int, torch, cupy) -> None:
             a_host = np.random.rand(m, 4096).astype(dtype)
             b_host = np.random.rand(4096, 4096).astype(dtype)
             a, b = as_device_array(device, a_host), as_device_array(device, b_host)
-            ours = timed(lambda: f(a, b), device_sync, repeat)
+            ours = timed(f, (a, b), device_sync, repeat)
             if torch is not None:
                 ta, tb = torch.from_numpy(a_host).cuda(), torch.from_numpy(b_host).cuda()
-                theirs = timed(lambda: ta @ tb, torch.cuda.synchronize, repeat)
+                theirs = timed(torch.matmul, (ta, tb), torch.cuda.synchronize, repeat)
             elif cupy is not None:
                 ca, cb = cupy.asarray(a_host), cupy.asarray(b_host)
-                theirs = timed(lambda: ca @ cb, cupy.cuda.Device().synchronize, repeat)
+                theirs = timed(cupy.matmul, (ca, cb), cupy.cuda.Device().synchronize, repeat)
             else:
                 theirs = float("nan")
             shape = f"({m},4096)x(4096,4096)"
@@ -141,20 +142,25 @@ def bench_gpt2(repeat: int, torch, jax) -> None:
     for n in (1, 128, 512):
         x_host = rng.standard_normal((n, 768)).astype(np.float32)
         x = as_device_array(device, x_host)
-        ours = timed(lambda: f(x, *device_params), device_sync, repeat)
+        ours = timed(f, (x, *device_params), device_sync, repeat)
         eager = compile_ms = jax_ms = float("nan")
         if torch_block is not None:
             tx = torch.from_numpy(x_host).cuda()
-            eager = timed(lambda: torch_block(tx), torch.cuda.synchronize, repeat)
-            compile_ms = timed(lambda: compiled(tx), torch.cuda.synchronize, repeat)
+            eager = timed(torch_block, (tx,), torch.cuda.synchronize, repeat)
+            compile_ms = timed(compiled, (tx,), torch.cuda.synchronize, repeat)
         if jitted is not None:
             jparams = {k: jax.device_put(v) for k, v in params.items()}
             jx = jax.device_put(x_host)
-            jax_ms = timed(lambda: jitted(jx, jparams).block_until_ready(), lambda: None, repeat)
+            jax_ms = timed(_ready(jitted), (jx, jparams), lambda: None, repeat)
         print(
             f"{n:>5} {ours:>9.3f} {eager:>9.3f} {compile_ms:>11.3f} {jax_ms:>8.3f} "
             f"{eager / ours:>11.2f} {compile_ms / ours:>13.2f} {jax_ms / ours:>9.2f}"
         )
+
+
+def _ready(jitted):
+    """A jax function that waits for its result."""
+    return lambda *args: jitted(*args).block_until_ready()
 
 
 def _torch_block(torch, params):
@@ -164,7 +170,9 @@ def _torch_block(torch, params):
     def run(x):
         t, d = x.shape
         h = functional.layer_norm(x, (d,), p["g1"], p["b1"])
-        q, k, v = ((h @ p[w]).reshape(1, t, 12, d // 12).transpose(1, 2) for w in ("wq", "wk", "wv"))
+        q, k, v = (
+            (h @ p[w]).reshape(1, t, 12, d // 12).transpose(1, 2) for w in ("wq", "wk", "wv")
+        )
         a = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + a.transpose(1, 2).reshape(t, d) @ p["wo"]
         h = functional.layer_norm(x, (d,), p["g2"], p["b2"])

@@ -169,9 +169,7 @@ class Jitted:
                 mod = replace_kernel(mod, name, func)
         if arch is None:
             arch = _device_arch()
-        program = cuda_runtime.compile_program(
-            mod, CudaTarget(arch), traced.name, assemble=False
-        )
+        program = cuda_runtime.compile_program(mod, CudaTarget(arch), traced.name, assemble=False)
         return program.ptx
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:

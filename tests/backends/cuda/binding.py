@@ -31,7 +31,7 @@ def bind_kernel(func: PrimFunc) -> PrimFunc:
         realize = sch.get_realize(block)
         loops = sch.get_loops(block)
         spatial = []
-        for loop, value in zip(loops, realize.iter_values):
+        for loop in loops:
             name = sch.get_loop_node(loop).var.name
             bound = [iv for iv, v in zip(node.iter_vars, realize.iter_values) if str(v) == name]
             if not bound or kinds[bound[0].var.name] != "spatial":

@@ -7,11 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import needs_nvvm, needs_ptxas
 from binding import bind_module
 from models import gpt_block
 
 import relaxjax as relax
+from conftest import needs_nvvm, needs_ptxas
+from op_cases import jitted, op_cases  # noqa: I001
 from relaxjax import schedule, tir
 from relaxjax.backends.cuda import CudaTarget, build_cuda, emit_ptx, ptx_isa
 from relaxjax.backends.cuda import build as cuda_build
@@ -22,8 +23,6 @@ from relaxjax.errors import LoweringError
 from relaxjax.passes import default_pipeline
 from relaxjax.runtime.cuda import compile_program
 from relaxjax.tir import te
-
-from op_cases import jitted, op_cases  # noqa: I001
 
 CASES = [c for c in op_cases(width=16, matmul_cols=8, einsum_cols=8, head_dim=8)]
 
@@ -113,7 +112,7 @@ def test_both_ptx_compilers_assemble_with_libdevice(compiler):
 def test_nvvm_ptx_has_isa_9_and_the_llvm_exp_intrinsic_never_reaches_libnvvm():
     module = build_cuda(_bound_elementwise(), CudaTarget("sm_80"), "nvvm", assemble_cubin=False)
     assert ptx_isa(module.ptx) == (9, 0)
-    assert "@\"llvm.exp" not in module.ir_text and "@\"__nv_expf\"" in module.ir_text
+    assert '@"llvm.exp' not in module.ir_text and '@"__nv_expf"' in module.ir_text
     assert "fneg" not in module.ir_text and "addrspace(1)*" in module.ir_text
     assert '!"kernel"' in module.ir_text and "!nvvmir.version" in module.ir_text
 

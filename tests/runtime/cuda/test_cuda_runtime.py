@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import relaxjax as relax
 import relaxjax.numpy as rnp
 from relaxjax.backends.cuda import CudaTarget, build_cuda
+from relaxjax.backends.cuda.compile import ptxas_path
 from relaxjax.runtime.cuda import (
     CachingAllocator,
     DeviceArray,
@@ -24,13 +25,12 @@ from relaxjax.runtime.cuda import (
     as_device_array,
     build_cuda_executable,
     device_empty,
+    dlpack,
     probe,
     size_class,
 )
-from relaxjax.runtime.cuda import dlpack
-from relaxjax.runtime.cuda.graphs import Launch, recording
+from relaxjax.runtime.cuda.graphs import Launch
 from relaxjax.runtime.cuda.launcher import KernelLauncher
-from relaxjax.backends.cuda.compile import ptxas_path
 
 needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas (relaxjax[cuda]) missing")
 
@@ -254,7 +254,9 @@ def test_calling_a_cuda_function_without_a_gpu_raises_device_error():
     def f(x: relax.Tensor(("n",), "float32")):
         return x + 1.0
 
-    with pytest.raises(relax.DeviceError, match="cannot run a function compiled with target='cuda'"):
+    with pytest.raises(
+        relax.DeviceError, match="cannot run a function compiled with target='cuda'"
+    ):
         f(np.ones(3, np.float32))
     assert isinstance(relax.DeviceError("x"), RuntimeError)
     assert ".entry" in f.ptx()  # compiling still works

@@ -12,9 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
 from models import block_params, gpt_block, jax_block, mlp  # noqa: E402
-from op_cases import assert_matches, expected, jitted, op_cases, random_arrays  # noqa: E402
 
 import relaxjax as relax  # noqa: E402
+from op_cases import assert_matches, expected, jitted, op_cases, random_arrays  # noqa: E402
 from relaxjax.runtime.cuda import DeviceArray, GraphPolicy, current_device, probe  # noqa: E402
 
 pytestmark = [
@@ -61,7 +61,9 @@ def test_mlp_and_gpt_block_at_several_n_with_one_executable():
     assert f.cache_size() == 1
     block = gpt_block(64, 4, 256)
     params = block_params(64, 256, rng)
-    args = [params[name] for name in ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")]
+    args = [
+        params[name] for name in ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")
+    ]
     for t in (1, 5, 77):
         x = rng.standard_normal((t, 64)).astype(np.float32)
         np.testing.assert_allclose(

@@ -68,7 +68,8 @@ class CudaKernel:
         return {entry: found[entry] for entry in self.entries if entry in found}
 
     def __repr__(self) -> str:
-        return f"<CudaKernel {self.name}: {len(self.plan.launches)} launch(es) for {self.module.target.arch}>"
+        launches = len(self.plan.launches)
+        return f"<CudaKernel {self.name}: {launches} launch(es) for {self.module.target.arch}>"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -202,5 +203,3 @@ def describe_toolchain() -> str:
     compiler = "nvvm" if nvvm_available() else "llvmlite"
     assembler = ptxas_path() or ("nvJitLink" if _can_assemble() else "none")
     return f"PTX compiler: {compiler}; assembler: {assembler}"
-
-

@@ -290,7 +290,9 @@ def _as_i32(emitter: FunctionEmitter, expr: PrimExpr) -> ir.Value:
     return value
 
 
-def _shuffle_value(emitter: FunctionEmitter, kind: str, value: ir.Value, lane: ir.Value) -> ir.Value:
+def _shuffle_value(
+    emitter: FunctionEmitter, kind: str, value: ir.Value, lane: ir.Value
+) -> ir.Value:
     builder = emitter.builder
     type_ = value.type
     if type_ in (F32, I32):

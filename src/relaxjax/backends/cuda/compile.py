@@ -205,9 +205,7 @@ class EntryResources:
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_FRAME = re.compile(
-    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
-)
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 
 
@@ -255,8 +253,15 @@ def _assemble_ptxas(
         cubin = Path(directory) / "module.cubin"
         source.write_text(ptx)
         result = subprocess.run(
-            [ptxas, f"-arch={target.arch}", f"-O{min(target.opt_level, 3)}", "-v",
-             str(source), "-o", str(cubin)],
+            [
+                ptxas,
+                f"-arch={target.arch}",
+                f"-O{min(target.opt_level, 3)}",
+                "-v",
+                str(source),
+                "-o",
+                str(cubin),
+            ],
             capture_output=True,
             text=True,
         )

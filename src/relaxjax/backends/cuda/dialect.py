@@ -83,7 +83,9 @@ class NvvmDialect(Dialect):
     def function(
         self, module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]
     ) -> ir.Function:
-        mapped = name if name.startswith("__nv_") or name == "malloc" else self._mapped_name(name, ret)
+        mapped = (
+            name if name.startswith("__nv_") or name == "malloc" else self._mapped_name(name, ret)
+        )
         existing = module.globals.get(mapped)
         if existing is not None:
             return existing

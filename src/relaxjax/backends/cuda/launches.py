@@ -34,7 +34,7 @@ from ...tir.buffer import Buffer
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtVisitor
-from ...tir.stmt import Allocate, Block, BlockRealize, For, SeqStmt, Stmt
+from ...tir.stmt import Allocate, BlockRealize, For, SeqStmt, Stmt
 from ..llvm.memory import allocated_elements
 from .target import CudaTarget
 

@@ -30,9 +30,9 @@ from ...tir.expr import (
 )
 from ...tir.intrinsics import LAZY_SELECT
 from . import numeric
+from .dialect import declare, dialect_of
 from .emitter import FunctionEmitter, lowers_expr
 from .index import emit_dim
-from .dialect import declare, dialect_of
 from .intrinsics import emit_math
 from .memory import element_pointer
 from .numeric import F16, F32

@@ -17,6 +17,7 @@ allocations, reuses and bytes; ``trim()`` frees the free lists.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 
@@ -72,10 +73,8 @@ class Block:
             allocator._release(self)
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # at interpreter exit the driver may be gone
             self.release()
-        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
-            pass
 
     def __repr__(self) -> str:
         return f"<Block {self.size} bytes at {self.pointer:#x}>"

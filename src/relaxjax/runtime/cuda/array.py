@@ -95,7 +95,9 @@ class DeviceArray:
             recorder.flush()  # the kernels that write this array must run first
         host = np.empty(self.shape, self.dtype)
         if host.nbytes:
-            self.device.driver.copy_to_host(memoryview(host).cast("B"), self.ptr, self.device.stream)
+            self.device.driver.copy_to_host(
+                memoryview(host).cast("B"), self.ptr, self.device.stream
+            )
         else:
             self.device.synchronize()
         return host

@@ -164,10 +164,14 @@ class CudaDriver(Driver):
     def compute_capability(self) -> tuple[int, int]:
         attribute = self._driver.CUdevice_attribute
         major = self._call(
-            "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device
+            "cuDeviceGetAttribute",
+            attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            self.device,
         )
         minor = self._call(
-            "cuDeviceGetAttribute", attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device
+            "cuDeviceGetAttribute",
+            attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            self.device,
         )
         return int(major), int(minor)  # type: ignore[arg-type]
 

@@ -145,8 +145,9 @@ class LaunchGraphs:
                 self.stats.replays += 1
                 return
         for launch in launches:
-            driver.launch(launch.function, launch.grid, launch.block, launch.shared, stream,
-                          launch.params)
+            driver.launch(
+                launch.function, launch.grid, launch.block, launch.shared, stream, launch.params
+            )
 
     @property
     def buckets(self) -> tuple:

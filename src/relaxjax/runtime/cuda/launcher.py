@@ -40,7 +40,8 @@ class KernelLauncher:
         self.names = kernel.plan.symbol_names
         self.num_buffers = len(kernel.func.params)
         self.functions = [
-            device.function(module.key, module.cubin, launch.entry) for launch in kernel.plan.launches
+            device.function(module.key, module.cubin, launch.entry)
+            for launch in kernel.plan.launches
         ]
         self._shared_set: dict[int, int] = {}
 

@@ -159,8 +159,7 @@ def _host_kernels(mod: IRModule, names: Sequence[str], target: CudaTarget) -> li
             emit_nvvm_module({name: mod[name]}, target)
         except LoweringError as err:
             warnings.warn(
-                f"kernel {name} runs on the host (with copies to and from the GPU): "
-                f"{err.message}",
+                f"kernel {name} runs on the host (with copies to and from the GPU): {err.message}",
                 UserWarning,
                 stacklevel=4,
             )
@@ -216,7 +215,9 @@ def build_cuda_executable(
     return executable  # type: ignore[return-value]
 
 
-def _wrapped(inner: Callable[..., tuple], device: Device, graphs: LaunchGraphs) -> Callable[..., tuple]:
+def _wrapped(
+    inner: Callable[..., tuple], device: Device, graphs: LaunchGraphs
+) -> Callable[..., tuple]:
     def run(*args: object) -> tuple:
         args = tuple(as_device_array(device, a) if is_gpu_array(a) else a for a in args)
         with recording(device, graphs):
