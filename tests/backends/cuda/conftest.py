@@ -12,15 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from binding import bind_module  # noqa: E402
 
-from relaxjax.backends.cuda.compile import nvvm_available, ptxas_path  # noqa: E402
 from relaxjax.runtime.cuda import set_gpu_schedule  # noqa: E402
-
-needs_ptxas = pytest.mark.skipif(
-    ptxas_path() is None, reason="ptxas (the nvidia-cuda-nvcc wheel, relaxjax[cuda]) is missing"
-)
-needs_nvvm = pytest.mark.skipif(
-    not nvvm_available(), reason="libnvvm (the nvidia-nvvm wheel, relaxjax[cuda]) is missing"
-)
 
 
 @pytest.fixture(autouse=True)

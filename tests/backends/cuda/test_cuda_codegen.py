@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pytest
 from binding import bind_module
+from cuda_helpers import bound_elementwise, needs_nvvm, needs_ptxas
 from models import gpt_block
 
 import relaxjax as relax
-from conftest import needs_nvvm, needs_ptxas
 from op_cases import jitted, op_cases  # noqa: I001
 from relaxjax import schedule, tir
 from relaxjax.backends.cuda import CudaTarget, build_cuda, emit_ptx, ptx_isa
@@ -85,21 +85,10 @@ def test_lower_works_for_cuda_functions():
     assert "call_tir" in str(f.lower())
 
 
-def _bound_elementwise(threads: int = 256) -> tir.PrimFunc:
-    a = te.placeholder(("n", 64), "float32", name="A")
-    b = te.compute(("n", 64), lambda i, j: tir.exp(a[i, j]) * 2.0 + tir.max(a[i, j], 0.5), name="B")
-    sch = schedule.Schedule(te.create_prim_func([a, b], name="ew"))
-    i, j = sch.get_loops(sch.get_block("B"))
-    outer, inner = sch.split(sch.fuse(i, j), factors=[None, threads])
-    sch.bind(outer, "blockIdx.x")
-    sch.bind(inner, "threadIdx.x")
-    return sch.func
-
-
 @needs_ptxas
 @pytest.mark.parametrize("compiler", [pytest.param("nvvm", marks=needs_nvvm), "llvmlite"])
 def test_both_ptx_compilers_assemble_with_libdevice(compiler):
-    module = build_cuda(_bound_elementwise(), CudaTarget("sm_90"), compiler, assemble_cubin=True)
+    module = build_cuda(bound_elementwise(), CudaTarget("sm_90"), compiler, assemble_cubin=True)
     assert "__nv_expf" not in module.ptx or compiler == "nvvm"  # linked, then inlined
     (kernel,) = module.kernels.values()
     assert kernel.entries == ("relaxjax_ew",)
@@ -110,7 +99,7 @@ def test_both_ptx_compilers_assemble_with_libdevice(compiler):
 
 @needs_nvvm
 def test_nvvm_ptx_has_isa_9_and_the_llvm_exp_intrinsic_never_reaches_libnvvm():
-    module = build_cuda(_bound_elementwise(), CudaTarget("sm_80"), "nvvm", assemble_cubin=False)
+    module = build_cuda(bound_elementwise(), CudaTarget("sm_80"), "nvvm", assemble_cubin=False)
     assert ptx_isa(module.ptx) == (9, 0)
     assert '@"llvm.exp' not in module.ir_text and '@"__nv_expf"' in module.ir_text
     assert "fneg" not in module.ir_text and "addrspace(1)*" in module.ir_text
@@ -118,7 +107,7 @@ def test_nvvm_ptx_has_isa_9_and_the_llvm_exp_intrinsic_never_reaches_libnvvm():
 
 
 def test_the_cache_answers_a_second_build_from_memory_then_disk():
-    func = _bound_elementwise(128)
+    func = bound_elementwise(128)
     build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
     reset_cache_stats()
     build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
@@ -132,7 +121,7 @@ def test_the_cache_answers_a_second_build_from_memory_then_disk():
 
 def test_a_block_over_1024_threads_is_refused():
     with pytest.raises(LoweringError, match="2048 threads per block, over the limit of 1024"):
-        emit_ptx(_bound_elementwise(2048), CudaTarget("sm_90"))
+        emit_ptx(bound_elementwise(2048), CudaTarget("sm_90"))
 
 
 def test_a_thread_extent_must_depend_only_on_the_kernels_symbols():
@@ -149,7 +138,7 @@ def test_a_thread_extent_must_depend_only_on_the_kernels_symbols():
 
 def test_unknown_compiler_and_arch_are_refused():
     with pytest.raises(LoweringError, match="unknown PTX compiler 'clang'"):
-        build_cuda(_bound_elementwise(), compiler="clang")
+        build_cuda(bound_elementwise(), compiler="clang")
     with pytest.raises(LoweringError, match="expected one of sm_80"):
         CudaTarget("sm_75")
 

@@ -10,13 +10,13 @@ import sys
 
 import numpy as np
 import pytest
+from cuda_helpers import bound_elementwise, needs_ptxas
 from hypothesis import given
 from hypothesis import strategies as st
 
 import relaxjax as relax
 import relaxjax.numpy as rnp
 from relaxjax.backends.cuda import CudaTarget, build_cuda
-from relaxjax.backends.cuda.compile import ptxas_path
 from relaxjax.runtime.cuda import (
     CachingAllocator,
     DeviceArray,
@@ -31,9 +31,6 @@ from relaxjax.runtime.cuda import (
 )
 from relaxjax.runtime.cuda.graphs import Launch
 from relaxjax.runtime.cuda.launcher import KernelLauncher
-
-needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas (relaxjax[cuda]) missing")
-
 
 # -- allocator ---------------------------------------------------------------------------------
 
@@ -194,10 +191,7 @@ def test_graph_policy_is_validated():
 @needs_ptxas
 def test_launch_grid_and_parameters_come_from_the_symbols(fake):
     driver, device = fake
-    sys.path.insert(0, "tests/backends/cuda")
-    from test_cuda_codegen import _bound_elementwise
-
-    module = build_cuda(_bound_elementwise(256), CudaTarget("sm_90"), assemble_cubin=True)
+    module = build_cuda(bound_elementwise(256), CudaTarget("sm_90"), assemble_cubin=True)
     launcher = KernelLauncher(device, module.kernels["ew"])
     assert launcher(1 << 32, 2 << 32, 10) == 0
     function, grid, block, shared, params = driver.launches[-1]
