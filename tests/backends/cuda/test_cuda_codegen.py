@@ -188,3 +188,23 @@ def test_a_kernel_the_gpu_cannot_take_runs_on_the_host_with_explicit_copies():
     x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
     (y,) = build_executable(program.module, "reference")(x)
     np.testing.assert_allclose(y, np.tanh(np.exp(x)), rtol=1e-6)
+
+
+@needs_nvvm
+def test_a_libnvvm_crash_is_contained_in_its_child_process():
+    from relaxjax.backends.cuda.codegen import emit_nvvm_module
+    from relaxjax.backends.cuda.compile import compile_ptx
+
+    ir_text = emit_nvvm_module({"ew": bound_elementwise()}, CudaTarget()).ir_text
+    crashing = ir_text.replace('@"__nv_expf"', '@"llvm.exp.f32"')  # aborts libnvvm 13.0
+    with pytest.raises(LoweringError, match="libnvvm crashed compiling the module"):
+        compile_ptx(crashing, CudaTarget(), "nvvm", ["relaxjax_ew"])
+    assert ".entry relaxjax_ew" in compile_ptx(ir_text, CudaTarget(), "nvvm", ["relaxjax_ew"])
+
+
+@needs_nvvm
+def test_libnvvm_errors_come_back_with_its_log():
+    from relaxjax.backends.cuda.compile import compile_ptx
+
+    with pytest.raises(LoweringError, match="libnvvm rejected the module"):
+        compile_ptx("this is not IR", CudaTarget(), "nvvm")

@@ -5,8 +5,11 @@ PTX, two ways (``compiler=``):
 - ``"nvvm"``: libnvvm (``cuda.bindings.nvvm`` + the ``nvidia-nvvm`` wheel), with
   libdevice linked lazily for ``__nv_*`` math. It runs in a child process
   (:mod:`.nvvm_worker`): libnvvm aborts the process on some inputs, and a crash must
-  not take the user's process down. One child per module (~0.3 s with its imports);
-  the disk cache makes it once per module and toolchain.
+  not take the user's process down. The child is started once (~0.5 s: Python and
+  ``cuda.bindings``) and kept for the next modules, which then cost what libnvvm
+  itself takes (~30-60 ms for a small module here); a crashed child is replaced, and
+  its module reported as a ``LoweringError``. The disk cache makes each module once
+  per toolchain.
 - ``"llvmlite"``: llvmlite's own NVPTX back end (LLVM 22, PTX ISA 7.8, which every
   recent driver loads), with libdevice linked in as bitcode, non-kernel functions
   made internal after linking, then O3. Used when libnvvm is not installed.
@@ -19,14 +22,17 @@ nvJitLink when ptxas is missing. Both found by ``cuda.pathfinder``, never ``PATH
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +55,7 @@ __all__ = [
 
 COMPILERS = ("auto", "nvvm", "llvmlite")
 _WORKER = Path(__file__).with_name("nvvm_worker.py")
+_LENGTH = struct.Struct("<Q")
 
 
 @functools.cache
@@ -130,23 +137,69 @@ def compile_ptx(
     return _compile_llvmlite(ir_text, target, library, frozenset(entries))
 
 
+class _Worker:
+    """The libnvvm child process (:mod:`.nvvm_worker`), started on first use and kept;
+    a new one replaces a child that died."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-s", str(_WORKER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PYTHONNOUSERSITE": "1"},
+            )
+        return self._process
+
+    def compile(self, request: bytes) -> tuple[int, str]:
+        """``(status, text)``: 0 and PTX, 2 and libnvvm's log, or -1 and the crash's stderr."""
+        with self._lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                process.stdin.write(_LENGTH.pack(len(request)) + request)
+                process.stdin.flush()
+                header = process.stdout.read(1 + _LENGTH.size)
+                if len(header) == 1 + _LENGTH.size:
+                    size = _LENGTH.unpack(header[1:])[0]
+                    return header[0], process.stdout.read(size).decode()
+            except (BrokenPipeError, OSError):
+                pass
+            process.kill()
+            _, stderr = process.communicate()
+            self._process = None
+            return -1, f"exit status {process.returncode}; stderr:\n{stderr.decode()[-2000:]}"
+
+    def close(self) -> None:
+        """End the child (it exits when its stdin closes)."""
+        with self._lock:
+            if self._process is not None and self._process.poll() is None:
+                assert self._process.stdin is not None
+                self._process.stdin.close()
+                self._process.wait(timeout=10)
+            self._process = None
+
+
+_worker = _Worker()
+atexit.register(_worker.close)
+
+
 def _compile_nvvm(ir_text: str, target: CudaTarget, library: str | None) -> str:
     options = [f"-arch={target.compute}", f"-opt={target.opt_level}"]
-    request = json.dumps({"ir": ir_text, "options": options, "libdevice": library})
-    result = subprocess.run(
-        [sys.executable, "-s", str(_WORKER)],
-        input=request,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONNOUSERSITE": "1"},
-    )
-    if result.returncode == 0:
-        return result.stdout
-    if result.returncode == 2:
-        raise LoweringError(f"libnvvm rejected the module:\n{result.stdout.strip()}")
+    request = json.dumps({"ir": ir_text, "options": options, "libdevice": library}).encode()
+    status, text = _worker.compile(request)
+    if status == 0:
+        return text
+    if status == 2:
+        raise LoweringError(f"libnvvm rejected the module:\n{text.strip()}")
     raise LoweringError(
-        f"libnvvm crashed compiling the module (exit status {result.returncode}); "
-        f"stderr:\n{result.stderr.strip()[-2000:]}\ncompiler='llvmlite' may work instead"
+        f"libnvvm crashed compiling the module ({text.strip()}); "
+        "compiler='llvmlite' may work instead"
     )
 
 

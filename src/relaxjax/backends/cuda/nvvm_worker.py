@@ -1,18 +1,25 @@
 """Compile NVVM IR to PTX with libnvvm, in a process of its own.
 
 libnvvm aborts the whole process on some inputs (e.g. ``llvm.exp.f32`` for
-compute_80/90), so the backend never calls it in the user's process: it runs this
-file as a script (``python nvvm_worker.py``), which imports only ``cuda.bindings`` and
-``cuda.pathfinder`` (not relaxjax, to start fast). Protocol: a JSON request on stdin
-``{"ir": text, "options": [...], "libdevice": path or null}``; on success the PTX on
-stdout and exit status 0; on a compile error libnvvm's log on stdout and exit status 2.
-Any other status (a signal) means libnvvm crashed.
+compute_80/90), so the backend never calls it in the user's process: it starts this
+file as a script (``python nvvm_worker.py``) once, and sends it one request per module
+over its stdin; the script imports only ``cuda.bindings`` (not relaxjax), so it starts
+fast, and it stays alive between requests, so only the first module pays for the start.
+
+Protocol (binary, on stdin/stdout): a request is an 8-byte little-endian length and a
+JSON object ``{"ir": text, "options": [...], "libdevice": path or null}``; the reply
+is one status byte (0: PTX follows, 2: libnvvm's error log follows), an 8-byte length
+and the UTF-8 text. End of stdin ends the process. A reply that never comes (the
+process died) means libnvvm crashed.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import sys
+
+_LENGTH = struct.Struct("<Q")
 
 
 def compile_ptx(ir_text: str, options: list[str], libdevice: str | None) -> tuple[bool, str]:
@@ -43,12 +50,30 @@ def compile_ptx(ir_text: str, options: list[str], libdevice: str | None) -> tupl
         nvvm.destroy_program(program)
 
 
+def _read_exactly(stream, count: int) -> bytes | None:
+    data = b""
+    while len(data) < count:
+        chunk = stream.read(count - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
 def main() -> int:
-    request = json.loads(sys.stdin.read())
-    ok, text = compile_ptx(request["ir"], request["options"], request.get("libdevice"))
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return 0 if ok else 2
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = _read_exactly(source, _LENGTH.size)
+        if header is None:
+            return 0
+        body = _read_exactly(source, _LENGTH.unpack(header)[0])
+        if body is None:
+            return 0
+        request = json.loads(body)
+        ok, text = compile_ptx(request["ir"], request["options"], request.get("libdevice"))
+        payload = text.encode()
+        sink.write(bytes([0 if ok else 2]) + _LENGTH.pack(len(payload)) + payload)
+        sink.flush()
 
 
 if __name__ == "__main__":
