@@ -124,3 +124,4 @@ def inplace_updates(mod: IRModule) -> IRModule:
     for name, kernel in kernels.new.items():
         result = result.with_function(name, kernel)
     return result
+
