@@ -208,3 +208,21 @@ def test_libnvvm_errors_come_back_with_its_log():
 
     with pytest.raises(LoweringError, match="libnvvm rejected the module"):
         compile_ptx("this is not IR", CudaTarget(), "nvvm")
+
+
+@pytest.mark.parametrize("compiler", [pytest.param("nvvm", marks=needs_nvvm), "llvmlite"])
+def test_a_vectorized_loop_of_four_floats_becomes_128_bit_accesses(compiler):
+    a = te.placeholder(("n", 512), "float32", name="A")
+    b = te.compute(("n", 512), lambda i, j: a[i, j] * 2.0, name="B")
+    sch = schedule.Schedule(te.create_prim_func([a, b], name="v"))
+    i, j = sch.get_loops(sch.get_block("B"))
+    tx, lanes = sch.split(j, factors=[128, 4])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(lanes)
+    ptx = build_cuda(sch.func, CudaTarget("sm_90"), compiler, assemble_cubin=False).ptx
+    accesses = [
+        line.split()[0] for line in ptx.splitlines() if "ld.global" in line or "st.global" in line
+    ]
+    assert len(accesses) == 2 and all(".v4." in access for access in accesses), accesses
+    assert accesses[0].startswith("ld.global.nc")  # read-only, non-coherent cache path

@@ -254,3 +254,17 @@ def test_calling_a_cuda_function_without_a_gpu_raises_device_error():
         f(np.ones(3, np.float32))
     assert isinstance(relax.DeviceError("x"), RuntimeError)
     assert ".entry" in f.ptx()  # compiling still works
+
+
+def test_a_misaligned_foreign_array_is_copied_to_an_aligned_buffer(fake):
+    _, device = fake
+    base = as_device_array(device, np.arange(8, dtype=np.float32))
+
+    class View:  # elements 1..4 of another library's array: 4 bytes past a boundary
+        __cuda_array_interface__ = {
+            "shape": (4,), "typestr": "<f4", "data": (base.ptr + 4, False), "version": 3,
+        }  # fmt: skip
+
+    array = as_device_array(device, View())
+    assert array.ptr % 16 == 0 and array.ptr != base.ptr + 4
+    np.testing.assert_array_equal(np.asarray(array), [1, 2, 3, 4])

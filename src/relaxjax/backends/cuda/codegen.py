@@ -22,7 +22,10 @@ GPUs have:
   but is slow, so GPU rules avoid it;
 - intrinsics: ``syncthreads()`` -> ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` /
   ``shfl_down(v, offset)`` -> ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp
-  (values wider or narrower than 32 bits are shuffled as 32-bit pieces).
+  (values wider or narrower than 32 bits are shuffled as 32-bit pieces);
+- a ``vectorized`` loop of constant extent up to 16 is unrolled, and buffer parameters
+  are ``align 16``, so libnvvm merges the accesses of a thread into vector loads and
+  stores (``ld.global.v4.f32``).
 
 The module has the triple ``nvptx64-nvidia-cuda``, libnvvm's data layout and
 ``!nvvmir.version = !{2, 0, 3, 2}``; pointers are typed (LLVM 7).
@@ -53,7 +56,7 @@ from .dialect import NVVM_DIALECT
 from .launches import KernelPlan, LaunchPlan, plan_kernel
 from .target import CudaTarget
 
-__all__ = ["DATA_LAYOUT", "TRIPLE", "NvvmModule", "emit_nvvm_module"]
+__all__ = ["BUFFER_ALIGNMENT", "DATA_LAYOUT", "TRIPLE", "NvvmModule", "emit_nvvm_module"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = (
@@ -63,6 +66,12 @@ DATA_LAYOUT = (
 GLOBAL, SHARED = 1, 3
 _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
 _DYNAMIC_SHARED = "relaxjax_dynamic_shared"
+#: Every buffer a kernel receives starts at a multiple of this many bytes (the runtime
+#: guarantees it: allocations are 256-byte aligned, arena slots 64, and a foreign array
+#: that is not aligned is copied), so 128-bit vector accesses are legal.
+BUFFER_ALIGNMENT = 16
+#: ``vectorized`` loops up to this many iterations are unrolled for vector accesses.
+MAX_VECTOR_LANES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +130,7 @@ def _emit_launch(
     args = iter(function.args)
     for buffer, arg in zip(buffers, args):
         arg.add_attribute("noalias")
+        arg.attributes.align = BUFFER_ALIGNMENT
         arg.name = f"buf.{buffer.name}"
         scope.buffers[buffer] = arg
     for symbol, arg in zip(plan.symbol_names, args):
@@ -135,6 +145,7 @@ def _emit_launch(
         loops={
             "thread_binding": functools.partial(_lower_thread_loop, launch),
             "parallel": _lower_serially,
+            "vectorized": _lower_vectorized,
         },
         calls=_GPU_CALLS,
         storage=functools.partial(_place_buffer, launch, target),
@@ -183,6 +194,20 @@ def _lower_serially(emitter: FunctionEmitter, node: For) -> None:
     start = emit_dim(builder, node.start, symbols)
     stop = builder.add(start, emit_dim(builder, node.extent, symbols))
     with counted_loop(builder, start, stop, name=node.var.name) as index:
+        emitter.loop_body(node.var.name, node.body, index)
+
+
+def _lower_vectorized(emitter: FunctionEmitter, node: For) -> None:
+    """A thread's ``vectorized`` loop: unrolled when its extent is a small constant, so
+    that libnvvm's load/store vectoriser can merge its accesses into 64/128-bit ones
+    (buffers are 16-byte aligned); otherwise a serial loop."""
+    extent = node.extent
+    if not isinstance(extent, int) or extent > MAX_VECTOR_LANES:
+        _lower_serially(emitter, node)
+        return
+    start = emit_dim(emitter.builder, node.start, emitter.scope.symbols)
+    for lane in range(extent):
+        index = emitter.builder.add(start, ir.Constant(I64, lane))
         emitter.loop_body(node.var.name, node.body, index)
 
 

@@ -10,7 +10,8 @@ address), and converts:
 
 Inputs: :func:`as_device_array` turns a GPU array of another library (anything with
 ``__cuda_array_interface__``, or ``__dlpack__`` on a CUDA device) into a DeviceArray
-over the same memory (zero copy; the producer stays referenced), and copies a numpy
+over the same memory (zero copy; the producer stays referenced; copied when it does not
+start on a 16-byte boundary, which kernels assume), and copies a numpy
 array (or anything with ``__array__``) in. The arrays' memory comes from the device's
 caching allocator and goes back to it when the array is collected.
 
@@ -190,14 +191,26 @@ def as_device_array(device: Device, value: object) -> DeviceArray:
         return value
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None:
-        return _from_interface(device, value, interface)
+        return _aligned(_from_interface(device, value, interface))
     if is_gpu_array(value):
-        return _from_dlpack(device, value)
+        return _aligned(_from_dlpack(device, value))
     host = np.require(np.asarray(value), requirements="C")
     result = device_empty(device, host.shape, host.dtype)
     if host.nbytes:
         device.driver.copy_to_device(result.ptr, memoryview(host).cast("B"), device.stream)
     return result
+
+
+#: Kernels assume their buffers start at multiples of this many bytes (vector accesses).
+ALIGNMENT = 16
+
+
+def _aligned(array: DeviceArray) -> DeviceArray:
+    """``array``, or an aligned copy of it when it starts off a 16-byte boundary (a view
+    into another library's buffer may)."""
+    if array.ptr % ALIGNMENT == 0:
+        return array
+    return array.copy()
 
 
 def _from_interface(device: Device, value: object, interface: dict) -> DeviceArray:
