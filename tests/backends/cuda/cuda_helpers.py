@@ -28,3 +28,22 @@ def bound_elementwise(threads: int = 256) -> tir.PrimFunc:
     sch.bind(outer, "blockIdx.x")
     sch.bind(inner, "threadIdx.x")
     return sch.func
+
+
+VARIANTS = """@prim_func(outputs=1)
+def v(A: Buffer((n,), "float32"), B: Buffer((n,), "float32")):
+    if n >= 8:
+        for bx in thread_binding((n + 127) // 128, thread="blockIdx.x"):
+            for tx in thread_binding(128, thread="threadIdx.x"):
+                if bx * 128 + tx < n:
+                    B[bx * 128 + tx] = A[bx * 128 + tx] * float32(2.0)
+    else:
+        for tx_1 in thread_binding(8, thread="threadIdx.x"):
+            if tx_1 < n:
+                B[tx_1] = A[tx_1] * float32(2.0)
+"""
+
+
+def variants() -> tir.PrimFunc:
+    """A kernel with two launch variants chosen on the host (``if n >= 8``)."""
+    return tir.parse_prim_func(VARIANTS)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from binding import bind_module
-from cuda_helpers import bound_elementwise, needs_nvvm, needs_ptxas
+from cuda_helpers import bound_elementwise, needs_nvvm, needs_ptxas, variants
 from models import gpt_block
 
 import relaxjax as relax
@@ -226,3 +226,28 @@ def test_a_vectorized_loop_of_four_floats_becomes_128_bit_accesses(compiler):
     ]
     assert len(accesses) == 2 and all(".v4." in access for access in accesses), accesses
     assert accesses[0].startswith("ld.global.nc")  # read-only, non-coherent cache path
+
+
+def test_host_conditions_choose_between_launch_variants():
+    from relaxjax.backends.cuda.launches import host_value
+
+    plan = plan_kernel(variants(), "v", CudaTarget())
+    wide, narrow = plan.launches
+    assert (str(wide.grid[0]), wide.block) == ("(n + 127) // 128", (128, 1, 1))
+    assert (narrow.grid, narrow.block) == ((1, 1, 1), (8, 1, 1))
+    for n in (0, 7, 8, 1000):
+        assert host_value(wide.condition, {"n": n}) == (n >= 8)
+        assert host_value(narrow.condition, {"n": n}) == (n < 8)
+
+
+def test_a_let_of_an_index_value_is_substituted_into_the_launches():
+    text = """@prim_func(outputs=1)
+def h(A: Buffer((n,), "float32"), B: Buffer((n,), "float32")):
+    with let_sym(t, (n + 31) // 32):
+        for bx in thread_binding(t, thread="blockIdx.x"):
+            for tx in thread_binding(32, thread="threadIdx.x"):
+                if bx * 32 + tx < n:
+                    B[bx * 32 + tx] = A[bx * 32 + tx]
+"""
+    (launch,) = plan_kernel(tir.parse_prim_func(text), "h", CudaTarget()).launches
+    assert str(launch.grid[0]) == "(n + 31) // 32" and launch.condition is None

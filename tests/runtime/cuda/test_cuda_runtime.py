@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from cuda_helpers import bound_elementwise, needs_ptxas
+from cuda_helpers import bound_elementwise, needs_ptxas, variants
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -268,3 +268,15 @@ def test_a_misaligned_foreign_array_is_copied_to_an_aligned_buffer(fake):
     array = as_device_array(device, View())
     assert array.ptr % 16 == 0 and array.ptr != base.ptr + 4
     np.testing.assert_array_equal(np.asarray(array), [1, 2, 3, 4])
+
+
+@needs_ptxas
+def test_the_launcher_runs_the_variant_whose_condition_holds(fake):
+    driver, device = fake
+    module = build_cuda(variants(), CudaTarget("sm_90"), assemble_cubin=True)
+    launcher = KernelLauncher(device, module.kernels["v"])
+    launcher(1 << 32, 2 << 32, 5)
+    launcher(1 << 32, 2 << 32, 300)
+    (_, grid_a, block_a, _, _), (_, grid_b, block_b, _, _) = driver.launches
+    assert (grid_a, block_a) == ((1, 1, 1), (8, 1, 1))
+    assert (grid_b, block_b) == ((3, 1, 1), (128, 1, 1))

@@ -19,26 +19,42 @@ its own (as TVM's host/device split does), run in order on one stream::
 - A launch's grid and block sizes are the extents of its ``thread_binding`` loops per
   tag (the largest when several loops bind one tag, each of them then guarded by
   ``tid < extent``), as dims over the kernel's symbols, evaluated at launch.
+- Host code around the nests is taken apart too: a top-level ``if`` over the kernel's
+  symbols (e.g. a schedule's variants, ``if m >= 8:``) gives each launch below it a
+  *condition* the runtime evaluates before launching (:func:`host_value`), and a
+  top-level ``let`` of an index value is substituted into its body.
 - A nest without thread bindings runs on one thread (grid and block 1): correct, and
   meant for scalar epilogues; the GPU schedule rules bind every loop that matters.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from ... import arith, dtypes
 from ...arith import Dim
 from ...errors import LoweringError
+from ...tir.analysis import free_symbols, free_vars
 from ...tir.buffer import Buffer
-from ...tir.expr import IntImm
+from ...tir.expr import BinOp, IndexExpr, IntImm, PrimExpr, UnaryOp
 from ...tir.function import PrimFunc
-from ...tir.functor import StmtVisitor
-from ...tir.stmt import Allocate, BlockRealize, For, SeqStmt, Stmt
+from ...tir.functor import StmtVisitor, substitute
+from ...tir.math import logical_and, logical_not
+from ...tir.stmt import Allocate, BlockRealize, For, IfThenElse, LetStmt, SeqStmt, Stmt
 from ..llvm.memory import allocated_elements
 from .target import CudaTarget
 
-__all__ = ["GRID_TAGS", "KernelPlan", "LaunchPlan", "THREAD_TAGS", "Workspace", "plan_kernel"]
+__all__ = [
+    "GRID_TAGS",
+    "THREAD_TAGS",
+    "KernelPlan",
+    "LaunchPlan",
+    "Workspace",
+    "host_value",
+    "plan_kernel",
+]
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -67,6 +83,7 @@ class LaunchPlan:
     local_buffers: tuple[Buffer, ...]
     dynamic_shared: tuple[tuple[Buffer, Dim], ...]
     dynamic_shared_bytes: Dim
+    condition: PrimExpr | None = None
 
     @property
     def grid(self) -> tuple[Dim, Dim, Dim]:
@@ -108,36 +125,114 @@ def plan_kernel(func: PrimFunc, name: str, target: CudaTarget) -> KernelPlan:
             symbols, a constant block size exceeds the target's limit, or a top-level
             buffer of scope ``local`` has a symbolic size.
     """
+    symbols = frozenset(s.name for s in func.symbols())
     top_buffers: list[Buffer] = []
-    units: list[Stmt] = []
-    _peel(func.body, top_buffers, units)
+    units: list[tuple[Stmt, PrimExpr | None]] = []
+    _peel(func.body, top_buffers, units, None, symbols)
     workspaces = tuple(
         Workspace(b, allocated_elements(b) * dtypes.itemsize(b.dtype))
         for b in top_buffers
         if b.scope == "global"
     )
     per_launch = [b for b in top_buffers if b.scope != "global"]
-    symbols = frozenset(s.name for s in func.symbols())
     launches = []
-    for index, unit in enumerate(units):
+    for index, (unit, condition) in enumerate(units):
         entry = f"relaxjax_{name}" if len(units) == 1 else f"relaxjax_{name}_{index}"
-        launches.append(_plan_launch(entry, unit, per_launch, symbols, target, name))
+        plan = _plan_launch(entry, unit, per_launch, symbols, target, name)
+        launches.append(replace(plan, condition=condition))
     return KernelPlan(func, name, workspaces, tuple(launches))
 
 
-def _peel(stmt: Stmt, buffers: list[Buffer], units: list[Stmt]) -> None:
-    """Collect the top-level buffers and the launch units of a kernel body."""
+def _peel(
+    stmt: Stmt,
+    buffers: list[Buffer],
+    units: list[tuple[Stmt, PrimExpr | None]],
+    condition: PrimExpr | None,
+    symbols: frozenset[str],
+) -> None:
+    """Collect the top-level buffers and the launch units (with their host conditions)."""
     if isinstance(stmt, BlockRealize) and _is_root(stmt):
         buffers.extend(stmt.block.alloc_buffers)
-        _peel(stmt.block.body, buffers, units)
+        _peel(stmt.block.body, buffers, units, condition, symbols)
     elif isinstance(stmt, Allocate) and stmt.buffer.scope == "global":
         buffers.append(stmt.buffer)
-        _peel(stmt.body, buffers, units)
+        _peel(stmt.body, buffers, units, condition, symbols)
     elif isinstance(stmt, SeqStmt):
         for part in stmt.stmts:
-            _peel(part, buffers, units)
+            _peel(part, buffers, units, condition, symbols)
+    elif isinstance(stmt, IfThenElse) and _on_host(stmt.condition, symbols) and _launches(stmt):
+        then = stmt.condition if condition is None else logical_and(condition, stmt.condition)
+        _peel(stmt.then_case, buffers, units, then, symbols)
+        if stmt.else_case is not None:
+            negated = logical_not(stmt.condition)
+            otherwise = negated if condition is None else logical_and(condition, negated)
+            _peel(stmt.else_case, buffers, units, otherwise, symbols)
+    elif (
+        isinstance(stmt, LetStmt)
+        and isinstance(stmt.var, arith.Sym)
+        and isinstance(stmt.value, IndexExpr)
+        and _launches(stmt)
+    ):
+        body = substitute(stmt.body, {stmt.var: stmt.value.index_dim})
+        _peel(body, buffers, units, condition, symbols)
     else:
-        units.append(stmt)
+        units.append((stmt, condition))
+
+
+def _launches(stmt: Stmt) -> bool:
+    """Whether ``stmt`` holds thread-bound loops (launches of their own)."""
+    finder = _ThreadLoops()
+    finder.visit_stmt(stmt)
+    return bool(finder.extents)
+
+
+def _on_host(condition: PrimExpr, symbols: frozenset[str]) -> bool:
+    """Whether the host can evaluate ``condition`` from the kernel's symbols."""
+    if free_vars(condition) or not _host_expr(condition):
+        return False
+    return all(s.name in symbols for s in free_symbols(condition))
+
+
+def _host_expr(expr: PrimExpr) -> bool:
+    if isinstance(expr, (IntImm, IndexExpr)):
+        return True
+    if isinstance(expr, BinOp):
+        return _host_expr(expr.a) and _host_expr(expr.b)
+    if isinstance(expr, UnaryOp):
+        return _host_expr(expr.a)
+    return False
+
+
+def host_value(expr: PrimExpr, env: Mapping[str, int]) -> int | bool:
+    """The value of a host condition (integers, comparisons, and/or/not) for ``env``."""
+    if isinstance(expr, IntImm):
+        return expr.value
+    if isinstance(expr, IndexExpr):
+        return arith.evaluate(expr.index_dim, env)
+    if isinstance(expr, UnaryOp):
+        value = host_value(expr.a, env)
+        return (not value) if expr.op == "not" else -value
+    assert isinstance(expr, BinOp)
+    return _HOST_OPS[expr.op](host_value(expr.a, env), host_value(expr.b, env))
+
+
+_HOST_OPS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "and": lambda a, b: bool(a) and bool(b),
+    "or": lambda a, b: bool(a) or bool(b),
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "min": min,
+    "max": max,
+}
 
 
 def _is_root(realize: BlockRealize) -> bool:

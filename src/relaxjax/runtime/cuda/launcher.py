@@ -4,7 +4,8 @@
 (inputs then outputs) and the values of its symbols (``PrimFunc.symbols()`` order),
 as ints. For each launch of the kernel's plan it evaluates the grid and block sizes
 and the dynamic shared memory from the symbols, checks them against the device's
-limits, allocates the kernel's workspaces, and records the launch with the call's
+limits, skips a launch whose host condition is false, allocates the kernel's
+workspaces, and records the launch with the call's
 recorder (:mod:`.graphs`); outside a recorded call it launches at once. A launch with
 an empty grid is skipped. Returns 0 (the status the generated code checks).
 """
@@ -15,7 +16,7 @@ import ctypes
 
 from relaxjax import arith
 from relaxjax.backends.cuda import CudaKernel
-from relaxjax.backends.cuda.launches import grid_limits
+from relaxjax.backends.cuda.launches import grid_limits, host_value
 from relaxjax.errors import DeviceError
 from relaxjax.runtime.cuda.device import Device
 from relaxjax.runtime.cuda.graphs import Launch, current_recorder
@@ -59,6 +60,8 @@ class KernelLauncher:
         params += tuple((v, ctypes.c_int64) for v in values)
         recorder = current_recorder()
         for index, (launch, function) in enumerate(zip(plan.launches, self.functions)):
+            if launch.condition is not None and not host_value(launch.condition, env):
+                continue
             grid = tuple(int(arith.evaluate(d, env)) for d in launch.grid)
             block = tuple(int(arith.evaluate(d, env)) for d in launch.block)
             if min(grid) <= 0 or min(block) <= 0:
