@@ -194,9 +194,9 @@ def main() -> int:
     from relaxjax.runtime.cuda import gpu_schedule, set_gpu_schedule
 
     if gpu_schedule() is None:  # the default GPU rules are not installed: the test binding
-        from binding import bind_module
+        from binding import bind_kernel
 
-        set_gpu_schedule(bind_module)
+        set_gpu_schedule(bind_kernel)
         print("  (no relaxjax.schedule.rules.gpu: kernels bound by tests/backends/cuda/binding.py)")
     repeat = 5 if args.quick else 20
     torch, cupy, jax = _optional("torch"), _optional("cupy"), _optional("jax")

@@ -20,6 +20,8 @@ THREADS = 128
 
 def bind_kernel(func: PrimFunc) -> PrimFunc:
     """``func`` with each top-level nest's spatial loops bound to blocks and threads."""
+    if is_scheduled(func):
+        return func
     sch = schedule.Schedule(func)
     try:
         root = sch.get_block("root")

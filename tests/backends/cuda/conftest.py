@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from binding import bind_module  # noqa: E402
+from binding import bind_kernel  # noqa: E402
 
 from relaxjax.runtime.cuda import set_gpu_schedule  # noqa: E402
 
@@ -18,6 +18,6 @@ from relaxjax.runtime.cuda import set_gpu_schedule  # noqa: E402
 @pytest.fixture(autouse=True)
 def test_binding():
     """Compile cuda programs with the test binding as their GPU schedule."""
-    previous = set_gpu_schedule(bind_module)
+    previous = set_gpu_schedule(bind_kernel)
     yield
     set_gpu_schedule(previous)

@@ -8,7 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
 
-from binding import bind_module  # noqa: E402
+from binding import bind_kernel  # noqa: E402
 from fake_driver import FakeDriver  # noqa: E402
 
 from relaxjax.runtime.cuda import reset_device, set_gpu_schedule, use_driver  # noqa: E402
@@ -25,7 +25,7 @@ def fake():
     """The runtime on a fake driver (and the test binding as GPU schedule)."""
     driver = FakeDriver()
     device = use_driver(driver)
-    previous = set_gpu_schedule(bind_module)
+    previous = set_gpu_schedule(bind_kernel)
     yield driver, device
     set_gpu_schedule(previous)
     reset_device()

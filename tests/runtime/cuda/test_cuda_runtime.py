@@ -280,3 +280,63 @@ def test_the_launcher_runs_the_variant_whose_condition_holds(fake):
     (_, grid_a, block_a, _, _), (_, grid_b, block_b, _, _) = driver.launches
     assert (grid_a, block_a) == ((1, 1, 1), (8, 1, 1))
     assert (grid_b, block_b) == ((3, 1, 1), (128, 1, 1))
+
+
+def _refusing(name: str):
+    """A GPU schedule (the test binding) that refuses kernel ``name``."""
+    from binding import bind_kernel
+
+    from relaxjax.errors import ScheduleError
+
+    def schedule(func):
+        if func.name == name:
+            raise ScheduleError(f"no GPU rule for {name} (test)")
+        return bind_kernel(func)
+
+    return schedule
+
+
+@needs_ptxas
+def test_a_heterogeneous_program_runs_host_kernels_between_copies(fake):
+    from relaxjax.runtime.cuda import set_gpu_schedule
+
+    driver, device = fake
+
+    @relax.jit
+    def f(x: relax.Tensor(("n", 8), "float32")):
+        return rnp.tanh(rnp.exp(x) * 2.0)
+
+    previous = set_gpu_schedule(_refusing("exp"))
+    try:
+        with pytest.warns(UserWarning, match="kernel exp runs on the host .* no GPU rule for exp"):
+            exe = build_cuda_executable(f.lower())
+    finally:
+        set_gpu_schedule(previous)
+    assert exe.program.host_kernels == ("exp",)
+    assert "relaxjax.cuda.to_host" in str(exe.module)
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    (y,) = exe(x)
+    assert isinstance(y, DeviceArray) and y.shape == (3, 8)
+    # exp ran on the host and its result was copied to the device, where multiply reads it:
+    expected = np.exp(x).ravel()
+    found = [
+        np.frombuffer(bytes(memory), np.float32)[: expected.size]
+        for memory in driver.memory.values()
+        if len(memory) >= expected.nbytes
+    ]
+    assert any(np.allclose(values, expected, rtol=1e-6) for values in found)
+    # the copies ran before the recorded launches, which form one graph
+    assert exe.graphs.stats.captures == 1
+
+
+def test_host_kernels_run_thread_loops_serially():
+    from relaxjax.runtime.cuda.program import host_kernel
+
+    kernel = host_kernel(bound_elementwise(64))
+    assert "thread_binding" not in str(kernel)
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    from relaxjax.tir import interpreter
+
+    np.testing.assert_allclose(
+        interpreter.run(kernel, x), np.exp(x) * 2 + np.maximum(x, 0.5), rtol=1e-6
+    )

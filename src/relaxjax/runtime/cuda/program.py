@@ -3,12 +3,13 @@
 Compiling (:func:`compile_program`, no GPU needed; what ``Jitted.ptx`` shows):
 
 1. ``passes.default_pipeline("cuda")`` (legalise, fuse) when the module still calls ops;
-2. the GPU schedule (:func:`gpu_schedule`: the default GPU rules, ``ScheduleKernels("cuda")``,
-   when ``relaxjax.schedule.rules.gpu`` is installed; else kernels stay as they are and
-   every loop nest runs on one GPU thread, with a warning);
-3. every kernel is lowered for the GPU; one the GPU backend cannot take runs on the host
-   instead (a ``UserWarning`` names it and why), through ``passes.placement.place_on_host``,
-   which makes the copies explicit in the IR;
+2. every kernel the program calls is scheduled for the GPU (:func:`gpu_schedule`: the
+   default GPU rules, ``default_schedule(kernel, "cuda")``, when
+   ``relaxjax.schedule.rules.gpu`` is installed; else kernels stay as they are and every
+   loop nest runs on one GPU thread, with a warning) and lowered for it;
+3. a kernel no GPU rule schedules, or the GPU backend cannot take, runs on the host
+   instead (a ``UserWarning`` names it and why; :func:`host_kernel`), through
+   ``passes.placement.place_on_host``, which makes the copies explicit in the IR;
 4. one :func:`~relaxjax.backends.cuda.build_cuda` for the GPU kernels, one
    ``backends.build`` for the host ones.
 
@@ -25,6 +26,7 @@ numpy arrays between explicit copies.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import warnings
@@ -36,7 +38,7 @@ import numpy as np
 from relaxjax import backends, dtypes
 from relaxjax.backends.cuda import CudaModule, CudaTarget, build_cuda
 from relaxjax.backends.cuda.codegen import emit_nvvm_module
-from relaxjax.errors import LoweringError
+from relaxjax.errors import LoweringError, ScheduleError
 from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
 from relaxjax.passes import default_pipeline, is_op_call
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST, place_on_host
@@ -49,6 +51,15 @@ from relaxjax.runtime.executable import Executable, entry_function
 from relaxjax.runtime.memory import ALIGNMENT, plan_memory
 from relaxjax.runtime.program import KernelHandle, ProgramWriter, _Launch
 from relaxjax.runtime.values import Storage, Value
+from relaxjax.schedule.rules import default_schedule, is_scheduled
+from relaxjax.tir import PrimFunc
+from relaxjax.tir.expr import Call as TirCall
+from relaxjax.tir.expr import PrimExpr
+from relaxjax.tir.functor import StmtMutator
+from relaxjax.tir.stmt import For, Stmt
+
+#: TIR intrinsics that synchronise GPU threads (no sequential host meaning of their own).
+_GPU_INTRINSICS = frozenset({"syncthreads", "shfl_xor", "shfl_down"})
 
 __all__ = [
     "CudaExecutable",
@@ -60,27 +71,27 @@ __all__ = [
     "set_gpu_schedule",
 ]
 
-SchedulePass = Callable[[IRModule], IRModule]
-_schedule_override: SchedulePass | None = None
+KernelSchedule = Callable[[PrimFunc], PrimFunc]
+_schedule_override: KernelSchedule | None = None
 
 
-def set_gpu_schedule(schedule: SchedulePass | None) -> SchedulePass | None:
-    """Use ``schedule`` (a module -> module pass) as the GPU schedule of every cuda
-    program compiled from now on (None: the default); returns the previous one."""
+def set_gpu_schedule(schedule: KernelSchedule | None) -> KernelSchedule | None:
+    """Use ``schedule`` (a kernel -> kernel function; ``ScheduleError`` or
+    ``LoweringError`` when it cannot schedule a kernel for the GPU) as the GPU schedule
+    of every cuda program compiled from now on (None: the default); returns the
+    previous one."""
     global _schedule_override
     previous, _schedule_override = _schedule_override, schedule
     return previous
 
 
-def gpu_schedule() -> SchedulePass | None:
-    """The GPU schedule pass in use (see the module doc); None when there is none."""
+def gpu_schedule() -> KernelSchedule | None:
+    """The GPU schedule in use (see the module doc); None when there is none."""
     if _schedule_override is not None:
         return _schedule_override
     if importlib.util.find_spec("relaxjax.schedule.rules.gpu") is None:
         return None
-    from relaxjax.schedule.rules import ScheduleKernels
-
-    return ScheduleKernels("cuda")
+    return functools.partial(default_schedule, target="cuda")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +139,6 @@ def compile_program(
             UserWarning,
             stacklevel=3,
         )
-    else:
-        mod = schedule(mod)
     function = entry_function(mod, entry)
     functions = reachable_functions(mod, function.name)
     if len(functions) > 1:
@@ -139,10 +148,16 @@ def compile_program(
             "for the callees)"
         )
     names = list(dict.fromkeys(called_kernels(function)))
-    host = _host_kernels(mod, names, target)
+    placed, host = {}, []
+    for name in names:
+        kernel, on_device = _place_kernel(mod[name], name, schedule, target)
+        placed[name] = kernel
+        if not on_device:
+            host.append(name)
+    mod = IRModule({**dict(mod.functions), **placed})
     if host:
         mod = place_on_host(mod, host)
-        function = entry_function(mod, function.name)
+    function = entry_function(mod, function.name)
     device_names = [n for n in names if n not in host]
     cuda = None
     if device_names:
@@ -152,19 +167,54 @@ def compile_program(
     return CudaProgram(mod, function, cuda, tuple(host))
 
 
-def _host_kernels(mod: IRModule, names: Sequence[str], target: CudaTarget) -> list[str]:
-    host = []
-    for name in names:
-        try:
-            emit_nvvm_module({name: mod[name]}, target)
-        except LoweringError as err:
-            warnings.warn(
-                f"kernel {name} runs on the host (with copies to and from the GPU): {err.message}",
-                UserWarning,
-                stacklevel=4,
+def _place_kernel(
+    kernel: PrimFunc, name: str, schedule: KernelSchedule | None, target: CudaTarget
+) -> tuple[PrimFunc, bool]:
+    """The kernel as it runs, and whether on the GPU: scheduled and lowered for it, or
+    (when either step refuses, with a warning) made ready for the CPU."""
+    try:
+        scheduled = schedule(kernel) if schedule is not None else kernel
+        emit_nvvm_module({name: scheduled}, target)
+        return scheduled, True
+    except (ScheduleError, LoweringError) as err:
+        warnings.warn(
+            f"kernel {name} runs on the host (with copies to and from the GPU): {err.message}",
+            UserWarning,
+            stacklevel=4,
+        )
+    return host_kernel(kernel), False
+
+
+def host_kernel(kernel: PrimFunc) -> PrimFunc:
+    """``kernel`` for the CPU: scheduled by the CPU rules when unscheduled; a kernel
+    scheduled for the GPU runs its thread loops as serial loops (same meaning), which
+    ``LoweringError`` refuses when it synchronises threads (barriers, shuffles)."""
+    body = _Unbind(kernel.name).visit_stmt(kernel.body)
+    if body is not kernel.body:
+        return kernel.with_body(body)
+    return kernel if is_scheduled(kernel) else default_schedule(kernel, "llvm")
+
+
+class _Unbind(StmtMutator):
+    """Thread-bound loops as serial ones (refusing GPU intrinsics)."""
+
+    def __init__(self, kernel: str) -> None:
+        super().__init__()
+        self.kernel = kernel
+
+    def visit_For(self, stmt: For) -> Stmt:
+        body = self.visit_stmt(stmt.body)
+        if stmt.kind != "thread_binding":
+            return stmt if body is stmt.body else dataclasses.replace(stmt, body=body)
+        return For(stmt.var, stmt.start, stmt.extent, "serial", body, stmt.annotations)
+
+    def visit_Call(self, expr: TirCall) -> PrimExpr:
+        if expr.intrinsic in _GPU_INTRINSICS:
+            raise LoweringError(
+                f"kernel {self.kernel} cannot run on the host: it synchronises GPU threads "
+                f"({expr.intrinsic})"
             )
-            host.append(name)
-    return host
+        return super().visit_Call(expr)
 
 
 class CudaExecutable(Executable):
