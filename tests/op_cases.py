@@ -57,6 +57,34 @@ def _lax(m):
     return rlax if m is rnp else jax.lax
 
 
+def _well_conditioned(m, a):
+    """``a @ a.T + 4 I``: symmetric positive definite, well conditioned."""
+    return a @ a.T + 4.0 * (m.arange(4)[:, None] == m.arange(4)[None, :]).astype(a.dtype)
+
+
+def _factorization_cases() -> list[Case]:
+    """The LAPACK library calls on 4 x 4 matrices (values compared where they are
+    unique: eigenvectors and singular vectors are compared in tests/ops)."""
+    sq = (((4, 4), F),)
+    return [
+        Case("det", lambda m, nn, a: m.linalg.det(_well_conditioned(m, a)), sq, rtol=1e-3),
+        Case("slogdet", lambda m, nn, a: m.linalg.slogdet(a), sq, rtol=1e-4),
+        Case("inv", lambda m, nn, a: m.linalg.inv(_well_conditioned(m, a)), sq, rtol=1e-4),
+        Case(
+            "solve",
+            lambda m, nn, a, b: m.linalg.solve(_well_conditioned(m, a), b),
+            (((4, 4), F), (("n", 4, 2), F)),
+            rtol=1e-4,
+        ),
+        Case(
+            "cholesky", lambda m, nn, a: m.linalg.cholesky(_well_conditioned(m, a)), sq, rtol=1e-4
+        ),
+        Case("qr", lambda m, nn, a: abs(m.linalg.qr(a, mode="r")), sq, rtol=1e-4),
+        Case("eigh", lambda m, nn, a: m.linalg.eigvalsh(_well_conditioned(m, a)), sq, rtol=1e-4),
+        Case("svd", lambda m, nn, a: m.linalg.svdvals(a), sq, rtol=1e-4),
+    ]
+
+
 def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> list[Case]:
     """Every op on (n, width) operands; the other sizes set the contractions' outputs."""
     x, row, xi = (("n", width), F), ((width,), F), (("n", width), I)
@@ -165,6 +193,31 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
             lambda m, nn, a: m.unique((a > 0).astype("int8"), axis=0, return_counts=True),
             (x,),
         ),
+        Case(
+            "repeat_indices",
+            lambda m, nn, a, r: m.repeat(a, r, axis=0, total_repeat_length=5),
+            (x, (("n",), I)),
+            0,
+            3,
+            min_n=1,
+        ),
+        Case("repeat_total", lambda m, nn, a, r: m.repeat(a, r, axis=0), (x, (("n",), I)), 0, 3),
+        Case(
+            "take_along_axis",
+            lambda m, nn, a, i: m.take_along_axis(a, i, axis=1),
+            (x, (("n", 2), I)),
+            -4,
+            4,
+        ),
+        Case("diagonal", lambda m, nn, a: m.diagonal(a, 1), (x,)),
+        Case(
+            "correlate",
+            lambda m, nn, a, v: m.convolve(a, v, "same"),
+            ((("n",), F), ((3,), F)),
+            min_n=1,
+            rtol=1e-4,
+        ),
+        *_factorization_cases(),
         Case("softmax", lambda m, nn, a: nn.softmax(a), (x,)),
         Case("log_softmax", lambda m, nn, a: nn.log_softmax(a, axis=0), (x,), min_n=1),
         Case("one_hot", lambda m, nn, i: nn.one_hot(i, 5), ((("n",), I),), 0, 5),

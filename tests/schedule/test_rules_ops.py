@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from op_cases import Case, assert_matches, expected, jitted, op_cases, random_arrays
+from relaxjax.ops.decompositions import LIBRARY_OPS
 from relaxjax.runtime import build_executable
 from relaxjax.schedule.rules import RULE_ATTR
 
@@ -54,8 +55,9 @@ CASES = [
 FAST = {"add", "gelu", "sum", "matmul", "transpose", "softmax", "layer_norm", "concatenate"}
 
 
-#: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py).
-SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique"}
+#: Kernels of the data-dependent ops, written as serial scans (ops/nonzero.py, ops/unique.py,
+#: ops/repeat.py).
+SERIAL_KERNELS = {"nonzero", "argwhere", "flatnonzero", "sort", "unique", "repeat"}
 
 
 def test_the_table_covers_every_op_of_the_api():
@@ -79,7 +81,7 @@ def test_op_compiles_with_the_default_rules_and_matches_jax(case: Case):
         what = f"{case.op} with n={env['n']}"
         assert_matches(program(*arrays), expected(case, arrays), case.rtol, what)
     assert program.cache_size() == 1
-    for library in (True, False):
+    for library in (True,) if case.op in LIBRARY_OPS else (True, False):  # LAPACK-only ops
         exe = build_executable(program.trace(), library=library)
         for name, kernel in exe.module.kernels().items():
             rule = dict(kernel.attrs).get(RULE_ATTR)

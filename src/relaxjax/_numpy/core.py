@@ -340,7 +340,7 @@ def asarray(a: object, dtype: object = None, copy: object = None) -> object:
         raise TypeError(
             f"asarray: unsupported dtype {value.dtype} (supported: {', '.join(dtypes.DTYPES)})"
         )
-    return constant(np.ascontiguousarray(value))
+    return constant(value if value.flags.c_contiguous else np.ascontiguousarray(value))
 
 
 def array(object: object, dtype: object = None, copy: bool = True) -> object:  # noqa: A002

@@ -1,7 +1,9 @@
 """External library functions the runtime calls for ``call_extern``, by symbol.
 
 Each is called in destination-passing style with numpy arrays: the inputs, then the
-outputs (allocated by the runtime, C-contiguous, to be written in place).
+outputs (allocated by the runtime, C-contiguous, to be written in place): BLAS matrix
+products, and the LAPACK factorisations of :mod:`relaxjax.ops.decompositions` (one symbol
+per value of their attributes).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Callable
 import numpy as np
 
 from relaxjax.errors import LoweringError
+from relaxjax.ops import get
+from relaxjax.ops.decompositions import LIBRARY_OPS, library_symbol
 
 __all__ = ["EXTERN_FUNCTIONS", "lookup_extern"]
 
@@ -26,11 +30,32 @@ def _copy(source: np.ndarray, out: np.ndarray) -> None:
     out[...] = source
 
 
+def _factorization(op_name: str, attrs: object) -> Callable[..., None]:
+    """The library call of a factorisation op: its numpy.linalg computation (the op's
+    reference, LAPACK) written into the outputs."""
+    op = get(op_name)
+
+    def call(*buffers: np.ndarray) -> None:
+        inputs = buffers[: op.num_inputs]
+        outputs = buffers[op.num_inputs :]
+        results = op.reference(*inputs, attrs=attrs)
+        results = results if isinstance(results, tuple) else (results,)
+        for out, result in zip(outputs, results):
+            out[...] = result
+
+    return call
+
+
 #: symbol -> function(*inputs, *outputs)
 EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {
     "numpy.matmul": _numpy_matmul,
     "relaxjax.cuda.to_host": _copy,
     "relaxjax.cuda.to_device": _copy,
+    **{
+        library_symbol(name, attrs): _factorization(name, attrs)
+        for name, variants in LIBRARY_OPS.items()
+        for attrs in variants
+    },
 }
 
 

@@ -29,10 +29,15 @@ __all__ = ["data_dependent_size"]
 
 
 def data_dependent_size(
-    op_name: str, args: Sequence[object], attrs: object, bound: arith.Dim, hint: str = "k"
+    op_name: str,
+    args: Sequence[object],
+    attrs: object,
+    bound: arith.Dim | None,
+    hint: str = "k",
 ) -> arith.Dim:
     """The count ``op_name(*args)`` computes, as a fresh symbol ``0 <= k <= bound`` while
-    tracing (an int when evaluating eagerly, or when no operand is traced: constants)."""
+    tracing (an int when evaluating eagerly, or when no operand is traced: constants).
+    ``bound=None`` leaves the symbol unbounded above (a sum of counts)."""
     trace = current()
     if trace is not None and not any(isinstance(a, Tracer) for a in args):
         return int(np.asarray(ops.get(op_name).reference(*args, attrs=attrs)))  # known now
@@ -45,7 +50,7 @@ def data_dependent_size(
     if trace is None:
         return int(np.asarray(count))
     assert isinstance(count, Tracer)
-    upper = bound if isinstance(bound, arith.Expr) else int(bound)
+    upper = bound if bound is None or isinstance(bound, arith.Expr) else int(bound)
     symbol = arith.sym(trace.fresh_symbol_name(hint, internal=False), 0, upper)
     bind_match_cast(trace, count.ir_var, PrimInfo("int64", value=symbol), user_location())
     if key is not None:
