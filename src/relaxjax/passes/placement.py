@@ -14,9 +14,10 @@ becomes::
     lv3 = call_extern(extern("relaxjax.cuda.to_device"), (lv3_host,), out_info=...)
 
 so that every value is in one place, the copies are visible in the printed program,
-and the runtime knows where each value lives by the call that made it. Shape
-computations and checks stay on the host as always. Calls whose results are not
-tensors are left alone (the build then refuses the kernel).
+and the runtime knows where each value lives by the call that made it. Library calls
+(``call_extern``, e.g. LAPACK factorisations, which exist only on the host) are placed
+the same way. Shape computations and checks stay on the host as always. Calls whose
+results are not tensors are left alone (the build then refuses the kernel).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from relaxjax.ir import (
+    CALL_EXTERN,
     CALL_TIR,
     Binding,
     Call,
@@ -50,13 +52,17 @@ def _host_call(binding: object, kernels: Collection[str]) -> bool:
     if not isinstance(binding, Binding) or not isinstance(binding.value, Call):
         return False
     call = binding.value
+    if not isinstance(call.info, TensorInfo):
+        return False
+    if call.op is CALL_EXTERN:
+        return call.args[0].symbol not in (TO_HOST, TO_DEVICE)  # type: ignore[union-attr]
     if call.op is not CALL_TIR or not isinstance(call.args[0], GlobalVar):
         return False
-    return call.args[0].name in kernels and isinstance(call.info, TensorInfo)
+    return call.args[0].name in kernels
 
 
 def host_kernel_calls(mod: IRModule, kernels: Collection[str]) -> int:
-    """How many calls of ``kernels`` :func:`place_on_host` would move."""
+    """How many calls (of ``kernels``, or of libraries) :func:`place_on_host` would move."""
     return sum(
         _host_call(b, kernels)
         for f in mod.graph_functions().values()
@@ -107,8 +113,9 @@ def _place_function(function: Function, kernels: Collection[str]) -> Function:
 
 
 def place_on_host(mod: IRModule, kernels: Collection[str]) -> IRModule:
-    """``mod`` with the calls of ``kernels`` run on the host (see the module doc)."""
-    if not kernels or not host_kernel_calls(mod, kernels):
+    """``mod`` with the calls of ``kernels`` and the library calls run on the host (see
+    the module doc)."""
+    if not host_kernel_calls(mod, kernels):
         return mod
     items = dict(mod.functions)
     for name, item in mod.functions.items():

@@ -20,7 +20,9 @@ from relaxjax.backends.cuda.compile import parse_resources
 from relaxjax.backends.cuda.launches import plan_kernel
 from relaxjax.backends.llvm import cache_stats, reset_cache_stats
 from relaxjax.errors import LoweringError
+from relaxjax.ops.decompositions import LIBRARY_OPS
 from relaxjax.passes import default_pipeline
+from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.runtime.cuda import compile_program
 from relaxjax.tir import te
 
@@ -32,7 +34,8 @@ def all_ops(request):
     """Every case's kernels (pipeline + binding) built as one module for one arch."""
     kernels, per_case = {}, {}
     for case in CASES:
-        mod = bind_module(default_pipeline("cuda")(jitted(case, "cuda").trace()))
+        traced = dispatch_library(jitted(case, "cuda").trace(), LIBRARY_OPS)  # LAPACK: host
+        mod = bind_module(default_pipeline("cuda")(traced))
         names = []
         for name, kernel in mod.kernels().items():
             kernels[f"{case.op}__{name}"] = kernel

@@ -340,3 +340,23 @@ def test_host_kernels_run_thread_loops_serially():
     np.testing.assert_allclose(
         interpreter.run(kernel, x), np.exp(x) * 2 + np.maximum(x, 0.5), rtol=1e-6
     )
+
+
+@needs_ptxas
+def test_library_calls_run_on_the_host_between_copies(fake):
+    import relaxjax.numpy.linalg as rla
+
+    driver, _ = fake
+
+    @relax.jit
+    def f(x: relax.Tensor(("n", "n"), "float32")):
+        return rla.inv(x) * 2.0
+
+    exe = build_cuda_executable(f.trace())
+    text = str(exe.module)
+    assert "numpy.linalg.inv" in text and "relaxjax.cuda.to_device" in text
+    x = np.array([[2.0, 0.0], [0.0, 4.0]], np.float32)
+    (y,) = exe(x)
+    assert y.shape == (2, 2)
+    found = [np.frombuffer(bytes(m), np.float32)[:4] for m in driver.memory.values()]
+    assert any(np.allclose(values, [0.5, 0, 0, 0.25]) for values in found if values.size == 4)

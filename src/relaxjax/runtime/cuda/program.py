@@ -40,7 +40,9 @@ from relaxjax.backends.cuda import CudaModule, CudaTarget, build_cuda
 from relaxjax.backends.cuda.codegen import emit_nvvm_module
 from relaxjax.errors import LoweringError, ScheduleError
 from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
+from relaxjax.ops.decompositions import LIBRARY_OPS
 from relaxjax.passes import default_pipeline, is_op_call
+from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST, place_on_host
 from relaxjax.passes.walk import called_kernels, reachable_functions
 from relaxjax.runtime.cuda.array import as_device_array, device_empty, is_gpu_array
@@ -130,7 +132,8 @@ def compile_program(
     """Compile ``mod`` for the GPU (steps 1-4 of the module doc); no GPU needed."""
     target = target or CudaTarget()
     if _needs_legalisation(mod):
-        mod = default_pipeline("cuda")(mod)
+        # Ops that exist only as library calls (LAPACK factorisations) run on the host.
+        mod = default_pipeline("cuda")(dispatch_library(mod, LIBRARY_OPS))
     schedule = gpu_schedule()
     if schedule is None:
         warnings.warn(
@@ -154,9 +157,7 @@ def compile_program(
         placed[name] = kernel
         if not on_device:
             host.append(name)
-    mod = IRModule({**dict(mod.functions), **placed})
-    if host:
-        mod = place_on_host(mod, host)
+    mod = place_on_host(IRModule({**dict(mod.functions), **placed}), host)
     function = entry_function(mod, function.name)
     device_names = [n for n in names if n not in host]
     cuda = None
@@ -323,8 +324,8 @@ class CudaProgramWriter(ProgramWriter):
         if not isinstance(binding, Binding) or not isinstance(binding.value, Call):
             return
         call = binding.value
-        if call.op is CALL_EXTERN:
-            on_host = call.args[0].symbol == TO_HOST  # type: ignore[union-attr]
+        if call.op is CALL_EXTERN:  # a copy to the host, or a library call (on the host)
+            on_host = call.args[0].symbol != TO_DEVICE  # type: ignore[union-attr]
         elif call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
             on_host = call.args[0].name not in self.launchers  # type: ignore[union-attr]
         else:
