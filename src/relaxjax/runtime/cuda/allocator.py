@@ -88,7 +88,7 @@ class CachingAllocator:
         self.max_cached_bytes = max_cached_bytes
         self._free: dict[int, list[int]] = {}
         self._lock = threading.Lock()
-        self._stats = AllocatorStats()
+        self._counts = dict.fromkeys(AllocatorStats.__slots__, 0)
 
     def allocate(self, nbytes: int) -> Block:
         """A block of at least ``nbytes`` bytes (a free one of its class when there is one)."""
@@ -116,7 +116,7 @@ class CachingAllocator:
             return
         with self._lock:
             self._count(live_bytes=-block.size)
-            if self._stats.cached_bytes + block.size <= self.max_cached_bytes:
+            if self._counts["cached_bytes"] + block.size <= self.max_cached_bytes:
                 self._free.setdefault(block.size, []).append(block.pointer)
                 self._count(cached_bytes=block.size)
                 return
@@ -136,13 +136,12 @@ class CachingAllocator:
 
     def stats(self) -> AllocatorStats:
         """A snapshot of the counters."""
-        return self._stats
+        return AllocatorStats(**self._counts)
 
     def _count(self, **deltas: int) -> None:
-        current = self._stats
-        self._stats = AllocatorStats(
-            **{name: getattr(current, name) + deltas.get(name, 0) for name in current.__slots__}
-        )
+        counts = self._counts
+        for name, delta in deltas.items():
+            counts[name] += delta
 
 
 class _Hold:

@@ -45,29 +45,34 @@ class KernelLauncher:
             for launch in kernel.plan.launches
         ]
         self._shared_set: dict[int, int] = {}
+        plan = kernel.plan
+        dims = [w.nbytes for w in plan.workspaces]
+        for launch in plan.launches:
+            dims += [*launch.grid, *launch.block, launch.dynamic_shared_bytes]
+        # Every size of every launch, computed by one generated function per call.
+        self._sizes = arith.compile_dims(dims, self.names)
 
     def __call__(self, *args: int) -> int:
         pointers = args[: self.num_buffers]
         values = tuple(int(v) for v in args[self.num_buffers :])
-        env = dict(zip(self.names, values))
+        sizes = self._sizes(*values)
         plan = self.kernel.plan
-        workspaces = [
-            self.device.allocator.allocate(max(arith.evaluate(w.nbytes, env), 0))
-            for w in plan.workspaces
-        ]
+        count = len(plan.workspaces)
+        allocate = self.device.allocator.allocate
+        workspaces = [allocate(max(size, 0)) for size in sizes[:count]]
         params = tuple((int(p), ctypes.c_void_p) for p in pointers)
         params += tuple((w.pointer, ctypes.c_void_p) for w in workspaces)
         params += tuple((v, ctypes.c_int64) for v in values)
         recorder = current_recorder()
         for index, (launch, function) in enumerate(zip(plan.launches, self.functions)):
-            if launch.condition is not None and not host_value(launch.condition, env):
-                continue
-            grid = tuple(int(arith.evaluate(d, env)) for d in launch.grid)
-            block = tuple(int(arith.evaluate(d, env)) for d in launch.block)
+            at = count + 7 * index
+            grid, block, shared = sizes[at : at + 3], sizes[at + 3 : at + 6], sizes[at + 6]
             if min(grid) <= 0 or min(block) <= 0:
                 continue
+            if launch.condition is not None:
+                if not host_value(launch.condition, dict(zip(self.names, values))):
+                    continue
             self._check(launch.entry, grid, block)  # type: ignore[arg-type]
-            shared = int(arith.evaluate(launch.dynamic_shared_bytes, env))
             if shared > _DEFAULT_SHARED_LIMIT and self._shared_set.get(index, 0) < shared:
                 self.device.driver.set_dynamic_shared(function, shared)
                 self._shared_set[index] = shared
