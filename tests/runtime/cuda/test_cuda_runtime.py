@@ -360,3 +360,30 @@ def test_library_calls_run_on_the_host_between_copies(fake):
     assert y.shape == (2, 2)
     found = [np.frombuffer(bytes(m), np.float32)[:4] for m in driver.memory.values()]
     assert any(np.allclose(values, [0.5, 0, 0, 0.25]) for values in found if values.size == 4)
+
+
+def test_without_an_assembler_the_driver_gets_the_ptx(fake, monkeypatch):
+    driver, device = fake
+    module = build_cuda(bound_elementwise(64), CudaTarget("sm_90"), assemble_cubin=False)
+    assert module.cubin is None
+    loaded = []
+    monkeypatch.setattr(driver, "load_module", lambda image: loaded.append(image) or "module")
+    KernelLauncher(device, module.kernels["ew"])
+    (image,) = loaded
+    assert image.endswith(b"\0") and b".entry relaxjax_ew" in image
+
+
+@needs_ptxas
+def test_jit_target_cuda_runs_one_executable_for_every_n(fake):
+    driver, _ = fake
+
+    @relax.jit(target="cuda", cuda_graphs=False)
+    def f(x: relax.Tensor(("n", 4), "float32")):
+        return rnp.exp(x) + 1.0
+
+    for n in (1, 5, 33):
+        y = f(np.ones((n, 4), np.float32))
+        assert isinstance(y, DeviceArray) and y.shape == (n, 4)
+    assert f.cache_size() == 1 and driver.graphs_built == 0 and len(driver.launches) == 3
+    with pytest.raises(relax.ShapeError, match="argument 'x' axis 1: expected 4, got 3"):
+        f(np.ones((2, 3), np.float32))

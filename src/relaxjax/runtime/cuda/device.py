@@ -22,7 +22,7 @@ __all__ = ["Device", "current_device", "reset_device", "use_driver"]
 
 
 class Device:
-    """One GPU: ``driver``, ``stream``, ``allocator``, and the cubins loaded on it."""
+    """One GPU: ``driver``, ``stream``, ``allocator``, and the modules loaded on it."""
 
     def __init__(self, driver: Driver, ordinal: int = 0) -> None:
         self.driver = driver
@@ -39,15 +39,16 @@ class Device:
         major, minor = self.driver.compute_capability()
         return f"sm_{major}{minor}"
 
-    def function(self, key: str, cubin: bytes, entry: str, dynamic_shared: int = 0) -> object:
-        """The kernel ``entry`` of the cubin cached under ``key``, loaded once."""
+    def function(self, key: str, image: bytes, entry: str) -> object:
+        """The kernel ``entry`` of the module image (a cubin, or NUL-terminated PTX the
+        driver compiles) cached under ``key``, loaded once."""
         with self._lock:
             found = self._functions.get((key, entry))
             if found is not None:
                 return found
             module = self._modules.get(key)
             if module is None:
-                module = self._modules[key] = self.driver.load_module(cubin)
+                module = self._modules[key] = self.driver.load_module(image)
             function = self.driver.get_function(module, entry)
             self._functions[(key, entry)] = function
             return function

@@ -37,7 +37,8 @@ class Driver:
     def compute_capability(self) -> tuple[int, int]:
         raise NotImplementedError
 
-    def load_module(self, cubin: bytes) -> object:
+    def load_module(self, image: bytes) -> object:
+        """Load a cubin, or NUL-terminated PTX (compiled by the driver's JIT)."""
         raise NotImplementedError
 
     def get_function(self, module: object, name: str) -> object:
@@ -175,9 +176,9 @@ class CudaDriver(Driver):
         )
         return int(major), int(minor)  # type: ignore[arg-type]
 
-    def load_module(self, cubin: bytes) -> object:
+    def load_module(self, image: bytes) -> object:
         self._current()
-        return self._call("cuModuleLoadData", cubin)
+        return self._call("cuModuleLoadData", image)
 
     def get_function(self, module: object, name: str) -> object:
         return self._call("cuModuleGetFunction", module, name.encode())

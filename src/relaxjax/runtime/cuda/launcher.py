@@ -31,18 +31,14 @@ class KernelLauncher:
 
     def __init__(self, device: Device, kernel: CudaKernel) -> None:
         module = kernel.module
-        if module.cubin is None:
-            raise DeviceError(
-                f"kernel {kernel.name} has no cubin: install ptxas or nvJitLink "
-                "(pip install 'relaxjax[cuda]')"
-            )
+        # Without an assembler (ptxas, nvJitLink) the driver compiles the PTX itself.
+        image = module.cubin if module.cubin is not None else module.ptx.encode() + b"\0"
         self.device = device
         self.kernel = kernel
         self.names = kernel.plan.symbol_names
         self.num_buffers = len(kernel.func.params)
         self.functions = [
-            device.function(module.key, module.cubin, launch.entry)
-            for launch in kernel.plan.launches
+            device.function(module.key, image, launch.entry) for launch in kernel.plan.launches
         ]
         self._shared_set: dict[int, int] = {}
         plan = kernel.plan
@@ -69,9 +65,9 @@ class KernelLauncher:
             grid, block, shared = sizes[at : at + 3], sizes[at + 3 : at + 6], sizes[at + 6]
             if min(grid) <= 0 or min(block) <= 0:
                 continue
-            if launch.condition is not None:
-                if not host_value(launch.condition, dict(zip(self.names, values))):
-                    continue
+            condition = launch.condition
+            if condition is not None and not host_value(condition, dict(zip(self.names, values))):
+                continue
             self._check(launch.entry, grid, block)  # type: ignore[arg-type]
             if shared > _DEFAULT_SHARED_LIMIT and self._shared_set.get(index, 0) < shared:
                 self.device.driver.set_dynamic_shared(function, shared)

@@ -239,7 +239,7 @@ def build_cuda_executable(
     """
     device = require_device()
     target = CudaTarget(device.arch)
-    program = compile_program(mod, target, entry, compiler, assemble=True)
+    program = compile_program(mod, target, entry, compiler, assemble="auto")
     policy = graphs if isinstance(graphs, GraphPolicy) else GraphPolicy(enabled=bool(graphs))
     launch_graphs = LaunchGraphs(policy)
     module = program.module
