@@ -29,3 +29,26 @@ def fake():
     yield driver, device
     set_gpu_schedule(previous)
     reset_device()
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    """The runtime on a driver that runs the kernels (emulated on the CPU, thread by
+    thread), with the test binding as GPU schedule."""
+    from emulator import EmulatingDriver
+
+    from relaxjax.runtime.cuda import launcher
+
+    driver = EmulatingDriver()
+    device = use_driver(driver)
+    previous = set_gpu_schedule(bind_kernel)
+    original = launcher.KernelLauncher.__init__
+
+    def attaching(self, device, kernel):
+        driver.attach(kernel.module)
+        original(self, device, kernel)
+
+    monkeypatch.setattr(launcher.KernelLauncher, "__init__", attaching)
+    yield driver, device
+    set_gpu_schedule(previous)
+    reset_device()
