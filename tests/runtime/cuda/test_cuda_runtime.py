@@ -330,7 +330,7 @@ def test_a_heterogeneous_program_runs_host_kernels_between_copies(fake):
 
 
 def test_host_kernels_run_thread_loops_serially():
-    from relaxjax.runtime.cuda.program import host_kernel
+    from relaxjax.runtime.cuda import host_kernel
 
     kernel = host_kernel(bound_elementwise(64))
     assert "thread_binding" not in str(kernel)
