@@ -135,6 +135,11 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("argmin", lambda m, nn, a: m.argmin(a, axis=1), (x,)),
         Case("var", lambda m, nn, a: m.var(a, axis=-1), (x,), rtol=1e-4),
         Case("cumsum", lambda m, nn, a: m.cumsum(a, axis=0), (x,), rtol=1e-4),
+        Case("cumprod", lambda m, nn, a: m.cumprod(a, axis=1), (x,), 0.5, 1.5, rtol=1e-4),
+        Case("sort", lambda m, nn, a: (m.sort(a, axis=0), m.argsort(a, descending=True)), (x,)),
+        Case("searchsorted", lambda m, nn, a, v: m.searchsorted(m.sort(v), a), (x, row)),
+        Case("bincount", lambda m, nn, i: m.bincount(i, length=5), ((("n",), I),), 0, 6),
+        Case("bincount_length", lambda m, nn, i: m.bincount(i, minlength=2), ((("n",), I),), 0, 6),
         Case(
             "matmul", lambda m, nn, a, w: m.matmul(a, w), (x, ((width, matmul_cols), F)), rtol=1e-4
         ),

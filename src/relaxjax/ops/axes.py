@@ -59,6 +59,12 @@ def unravel(flat: object, shape: Sequence[Dim]) -> tuple[Dim, ...]:
     return tuple(reversed(indices))
 
 
+def unravel_loop(flat: object, shape: Sequence[Dim]) -> tuple[Dim, ...]:
+    """:func:`unravel` for the variable of a loop over ``prod(shape)`` positions: a dim
+    that is statically 0 (the loop never runs) is taken as 1, so no ``% 0`` is built."""
+    return unravel(flat, tuple(1 if d == 0 else d for d in shape))
+
+
 def _dim_of(index: object) -> Dim:
     if isinstance(index, (int, arith.Expr)):
         return index

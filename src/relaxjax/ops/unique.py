@@ -10,9 +10,8 @@ then keeps the first of each run of equal ones. The tracer records::
 
 - ``sort_permutation``: the stable permutation sorting the elements (or slices,
   compared lexicographically in row-major order) ascending, NaN after every number and
-  ``-0.0`` equal to ``0.0`` (numpy's and jax's order); a bottom-up merge sort in one
-  serial kernel: ``ceil(log2 n)`` sequential passes over the positions, each merging
-  adjacent sorted runs into a scratch buffer and back (``O(n log n)`` comparisons);
+  ``-0.0`` equal to ``0.0`` (numpy's and jax's order): the merge sort of
+  :mod:`relaxjax.ops.merge_sort` over the positions (``O(n log n)`` comparisons);
 - ``unique_count``: the number of runs of equal values in that order (with
   ``equal_nan``, NaNs are one value; without, each NaN is its own), the size that the
   tracer binds to a fresh symbol (``0 <= k <= n``);
@@ -48,6 +47,7 @@ from relaxjax.ops.base import (
 )
 from relaxjax.ops.index import fill_element
 from relaxjax.ops.kernel import KernelDims, placeholders
+from relaxjax.ops.merge_sort import SCALARS, Lane, MergeSort, order_less
 from relaxjax.ops.serial import Scalars, let_index, loop_nest, seq, when
 from relaxjax.tir import (
     Allocate,
@@ -62,20 +62,14 @@ from relaxjax.tir import (
     isnan,
     logical_and,
     logical_not,
-    logical_or,
     ne,
     select,
     te,
 )
-from relaxjax.tir import math as tmath
 from relaxjax.tir.expr import as_expr
 
 Dim = arith.Dim
 Scalar = bool | int | float
-
-#: The most merge passes an int64-indexed array needs (widths 1, 2, 4, ... 2**62).
-MERGE_LEVELS = 64
-
 
 # --------------------------------------------------------------------------- attributes
 
@@ -169,24 +163,16 @@ def _slices(op_name: str, x: TensorInfo, axis: int | None) -> _Slices:
     return _Slices(tuple(x.shape), axis)
 
 
-def _comparable(value: PrimExpr) -> PrimExpr:
-    """Bools compare as int8 in kernels."""
-    return cast(value, "int8") if value.dtype == "bool" else value
-
-
-def _less(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """``a < b`` in sort order: NaN after every number, ``-0.0 == 0.0``."""
-    a, b = _comparable(a), _comparable(b)
-    if not dtypes.is_floating(a.dtype):
-        return a < b
-    return logical_or(a < b, logical_and(isnan(b), logical_not(isnan(a))))
-
-
 def _order(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """-1, 0 or 1 (int64) as ``a`` sorts before, with or after ``b``."""
     one = as_expr(1, "int64")
-    after = select(_less(b, a), one, as_expr(0, "int64"))
-    return select(_less(a, b), as_expr(-1, "int64"), after)
+    after = select(order_less(b, a), one, as_expr(0, "int64"))
+    return select(order_less(a, b), as_expr(-1, "int64"), after)
+
+
+def _as_int8(value: PrimExpr) -> PrimExpr:
+    """Bools compare as int8 in kernels."""
+    return cast(value, "int8") if value.dtype == "bool" else value
 
 
 def _differs(equal_nan: bool) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
@@ -194,7 +180,7 @@ def _differs(equal_nan: bool) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
     with ``equal_nan``; without, a NaN differs from everything)."""
 
     def decide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-        a, b = _comparable(a), _comparable(b)
+        a, b = _as_int8(a), _as_int8(b)
         different = ne(a, b)
         if equal_nan and dtypes.is_floating(a.dtype):
             different = logical_and(different, logical_not(logical_and(isnan(a), isnan(b))))
@@ -210,8 +196,7 @@ class _Kernel:
     def __init__(self, x: te.Tensor, slices: _Slices) -> None:
         self.x = x
         self.slices = slices
-        names = ("cmp", "less", "group", "width", "flip", "lo", "i", "a_end", "j", "b_end", "end")
-        self.state = Scalars(dict.fromkeys(names, "int64"))
+        self.state = Scalars(dict.fromkeys(("cmp", "group", *SCALARS), "int64"))
         self._counter = itertools.count()
 
     def name(self, hint: str) -> str:
@@ -231,77 +216,37 @@ class _Kernel:
 
         return seq(state.set("cmp", 0), loop_nest(slices.inner_shape, self.name("c"), visit))
 
-    def before(self, p_value: PrimExpr, q_value: PrimExpr) -> object:
-        """``less`` = 1 when slice ``p_value`` sorts strictly before slice ``q_value``."""
-        state = self.state
-
-        def with_q(p: arith.Sym, q: arith.Sym) -> object:
-            earlier = select(state.load("cmp") < 0, as_expr(1, "int64"), as_expr(0, "int64"))
-            return seq(self.compare(p, q, _order), state.set("less", earlier))
-
-        return let_index(
-            self.name("p"),
-            p_value,
-            lambda p: let_index(self.name("q"), q_value, lambda q: with_q(p, q)),
+    def merge_sort(self, perm: Buffer, count: Dim) -> object:
+        """``perm`` = the stable permutation sorting the ``count`` slices: the merge sort
+        of :mod:`relaxjax.ops.merge_sort` on the positions, comparing the slices they
+        name."""
+        lane = Lane(
+            Buffer("perm_a", (count + 1,), "int64", scope="local"),
+            Buffer("perm_b", (count + 1,), "int64", scope="local"),
+            lambda position: (position,),
         )
 
-    def merge_pass(self, source, target, count: Dim) -> object:
-        """Merge each pair of adjacent sorted runs of ``width`` positions of ``source`` into
-        ``target``: one serial pass over the output, taking from the left run unless the
-        right one's next slice sorts strictly before (which keeps the sort stable)."""
-        state = self.state
-        load = state.load
-        width, total = load("width"), as_expr(count)
-        block = seq(
-            state.set("lo", load("end")),
-            state.set("i", load("lo")),
-            state.set("a_end", tmath.min(load("lo") + width, total)),
-            state.set("j", load("a_end")),
-            state.set("b_end", tmath.min(load("lo") + width * 2, total)),
-            state.set("end", load("b_end")),
-        )
+        def before(read, j: PrimExpr, i: PrimExpr):
+            def with_slices(p: arith.Sym, q: arith.Sym) -> object:
+                return self.compare(p, q, _order)
 
-        def emit(o: arith.Sym) -> object:
-            i, j = load("i"), load("j")
-            both = logical_and(i < load("a_end"), j < load("b_end"))
-            take_right = logical_or(i >= load("a_end"), eq(load("less"), 1))
-            right = seq(BufferStore(target, source[j], (o,)), state.add("j", 1))
-            left = seq(BufferStore(target, source[i], (o,)), state.add("i", 1))
-            return seq(
-                when(eq(as_expr(o), load("end")), block),
-                state.set("less", 0),
-                when(both, self.before(source[j], source[i])),
-                when(take_right, right, left),
+            prelude = let_index(
+                self.name("p"),
+                read(0, j),
+                lambda p: let_index(self.name("q"), read(0, i), lambda q: with_slices(p, q)),
             )
+            return prelude, self.state.load("cmp") < 0
 
-        o = arith.sym(self.name("o"))
-        return seq(state.set("end", 0), For(o, 0, count, "serial", emit(o)))
-
-    def merge_sort(self, perm, count: Dim) -> object:
-        """``perm`` = the stable sorting permutation of the ``count`` slices: bottom-up
-        merge passes of widths 1, 2, 4, ... between ``perm`` and a scratch buffer."""
-        state = self.state
-        scratch = Buffer("scratch", (count,), "int64", scope="local")
-        i, k, level = (arith.sym(self.name(h)) for h in ("i", "k", "level"))
-        forward = self.merge_pass(perm, scratch, count)
-        backward = self.merge_pass(scratch, perm, count)
-        flipped = eq(state.load("flip"), 1)
-        step = when(
-            state.load("width") < as_expr(count),
-            seq(
-                when(flipped, backward, forward),
-                state.set("flip", as_expr(1, "int64") - state.load("flip")),
-                state.set("width", state.load("width") * 2),
-            ),
-        )
+        sorter = MergeSort(count, (lane,), before, self.state, "ms")
+        k, t = arith.sym(self.name("k")), arith.sym(self.name("t"))
         body = seq(
-            For(i, 0, count, "serial", BufferStore(perm, as_expr(i), (i,))),
-            state.set("width", 1),
-            state.set("flip", 0),
-            For(level, 0, MERGE_LEVELS, "serial", step),
-            when(flipped, For(k, 0, count, "serial", BufferStore(perm, scratch[k], (k,)))),
+            BufferStore(lane.a, as_expr(0, "int64"), (count,)),
+            BufferStore(lane.b, as_expr(0, "int64"), (count,)),
+            For(k, 0, count, "serial", BufferStore(lane.a, as_expr(k), (k,))),
+            sorter.sort(),
+            For(t, 0, count, "serial", BufferStore(perm, sorter.result(0, t), (t,))),
         )
-        return Allocate(scratch, body)
+        return Allocate(lane.a, Allocate(lane.b, body))
 
     def starts_group(self, perm, j: arith.Sym, equal_nan: bool, body) -> object:
         """``body(p)`` for sorted position ``j`` holding slice ``p``, with ``cmp != 0`` when
@@ -454,12 +399,15 @@ class Unique(Op):
         slices = _slices(self.name, x, attrs.axis)
         _check_perm(self.name, ctx, slices, perm)
         size = attrs.size
+        # values keep x's weak type, as jax's gather of them, unless a fill_value (which
+        # jax converts to a strong array) pads them
+        weak = x.weak and attrs.fill_value is None
         if slices.axis is None:
-            values = TensorInfo((size,), x.dtype)
+            values = TensorInfo((size,), x.dtype, weak=weak)
             inverse = TensorInfo(x.shape, "int64")
         else:
             a = slices.axis
-            values = TensorInfo(x.shape[:a] + (size,) + x.shape[a + 1 :], x.dtype)
+            values = TensorInfo(x.shape[:a] + (size,) + x.shape[a + 1 :], x.dtype, weak=weak)
             inverse = TensorInfo((slices.count,), "int64")
         fields = [values]
         if attrs.return_index:

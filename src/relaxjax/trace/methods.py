@@ -98,6 +98,42 @@ class ArrayMethods:
         """``relaxjax.numpy.cumsum(x, ...)``."""
         return _rnp().cumsum(self, *args, **kwargs)
 
+    def cumprod(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.cumprod(x, ...)``."""
+        return _rnp().cumprod(self, *args, **kwargs)
+
+    def all(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.all(x, ...)``."""
+        return _rnp().all(self, *args, **kwargs)
+
+    def any(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.any(x, ...)``."""
+        return _rnp().any(self, *args, **kwargs)
+
+    def ptp(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.ptp(x, ...)``."""
+        return _rnp().ptp(self, *args, **kwargs)
+
+    def std(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.std(x, ...)``."""
+        return _rnp().std(self, *args, **kwargs)
+
+    def sort(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.sort(x, ...)`` (a sorted copy: values are immutable)."""
+        return _rnp().sort(self, *args, **kwargs)
+
+    def argsort(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.argsort(x, ...)``."""
+        return _rnp().argsort(self, *args, **kwargs)
+
+    def argpartition(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.argpartition(x, kth, ...)``."""
+        return _rnp().argpartition(self, *args, **kwargs)
+
+    def searchsorted(self, *args: object, **kwargs: object) -> Tracer:
+        """``relaxjax.numpy.searchsorted(x, v, ...)``."""
+        return _rnp().searchsorted(self, *args, **kwargs)
+
     def clip(self, *args: object, **kwargs: object) -> Tracer:
         """``relaxjax.numpy.clip(x, ...)``."""
         return _rnp().clip(self, *args, **kwargs)

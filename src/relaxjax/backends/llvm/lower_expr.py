@@ -98,11 +98,16 @@ def lower_unary(emitter: FunctionEmitter, node: UnaryOp) -> ir.Value:
 
 @lowers_expr(Select)
 def lower_select(emitter: FunctionEmitter, node: Select) -> ir.Value:
-    """``true_value if condition else false_value``, both evaluated."""
+    """``true_value if condition else false_value``, both evaluated. Marked
+    ``!unpredictable``: a select in a kernel chooses by data (a merge, a masked value),
+    so the x86 backend keeps it a conditional move instead of a branch that would
+    mispredict half the time."""
     condition = emitter.expr(node.condition)
     true_value = emitter.expr(node.true_value)
     false_value = emitter.expr(node.false_value)
-    return emitter.builder.select(condition, true_value, false_value)
+    value = emitter.builder.select(condition, true_value, false_value)
+    value.set_metadata("unpredictable", emitter.builder.module.add_metadata([]))
+    return value
 
 
 @lowers_expr(Cast)
