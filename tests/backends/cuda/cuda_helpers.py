@@ -6,11 +6,16 @@ from __future__ import annotations
 import pytest
 
 from relaxjax import schedule, tir
-from relaxjax.backends.cuda.compile import nvvm_available, ptxas_path
+from relaxjax.backends.cuda.compile import libdevice_path, nvvm_available, ptxas_path
 from relaxjax.tir import te
 
 needs_ptxas = pytest.mark.skipif(
     ptxas_path() is None, reason="ptxas (the nvidia-cuda-nvcc wheel, relaxjax[cuda]) is missing"
+)
+needs_libdevice = pytest.mark.skipif(
+    libdevice_path() is None,
+    reason="libdevice (the nvidia-nvvm wheel, relaxjax[cuda]) is missing: kernels calling "
+    "math functions cannot be compiled",
 )
 needs_nvvm = pytest.mark.skipif(
     not nvvm_available(), reason="libnvvm (the nvidia-nvvm wheel, relaxjax[cuda]) is missing"

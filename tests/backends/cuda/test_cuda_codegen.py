@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from binding import bind_kernel
-from cuda_helpers import bound_elementwise, needs_nvvm, needs_ptxas, variants
+from cuda_helpers import bound_elementwise, needs_libdevice, needs_nvvm, needs_ptxas, variants
 from models import gpt_block
 
 import relaxjax as relax
@@ -154,6 +154,7 @@ def test_gpt_block_assembles_for_both_architectures(arch, schedule):
             assert not [e for e, r in kernel.resources().items() if r.spills], name
 
 
+@needs_libdevice
 def test_ptx_works_without_a_gpu_and_names_the_arch():
     f = jitted(next(c for c in CASES if c.op == "softmax"), "cuda")
     text = f.ptx(arch="sm_80")
@@ -189,6 +190,7 @@ def test_nvvm_ptx_has_isa_9_and_the_llvm_exp_intrinsic_never_reaches_libnvvm():
     assert '!"kernel"' in module.ir_text and "!nvvmir.version" in module.ir_text
 
 
+@needs_libdevice
 def test_the_cache_answers_a_second_build_from_memory_then_disk():
     func = bound_elementwise(128)
     build_cuda(func, CudaTarget("sm_80"), assemble_cubin=False)
@@ -240,6 +242,7 @@ def test_ptxas_resource_lines_are_parsed():
     assert used.spills
 
 
+@needs_libdevice
 def test_a_kernel_the_gpu_cannot_take_runs_on_the_host_with_explicit_copies():
     @relax.jit
     def f(x: relax.Tensor(("n", 64), "float32")):

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from cuda_helpers import bound_elementwise, needs_ptxas, variants
+from cuda_helpers import bound_elementwise, needs_libdevice, needs_ptxas, variants
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -362,6 +362,7 @@ def test_library_calls_run_on_the_host_between_copies(fake):
     assert any(np.allclose(values, [0.5, 0, 0, 0.25]) for values in found if values.size == 4)
 
 
+@needs_libdevice
 def test_without_an_assembler_the_driver_gets_the_ptx(fake, monkeypatch):
     driver, device = fake
     module = build_cuda(bound_elementwise(64), CudaTarget("sm_90"), assemble_cubin=False)

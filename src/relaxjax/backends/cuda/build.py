@@ -33,6 +33,7 @@ from .compile import (
     nvvm_available,
     ptxas_path,
     resolve_compiler,
+    toolchain_files,
 )
 from .launches import KernelPlan
 from .target import CudaTarget
@@ -125,7 +126,7 @@ def build_cuda(
     compiler = resolve_compiler(compiler)
     kernels = named_kernels(funcs)
     emitted = emit_nvvm_module(kernels, target, fast_math)
-    identity = f"{target.cache_identity()}|{compiler}|fast={fast_math}"
+    identity = f"{target.cache_identity()}|{compiler}|fast={fast_math}|{toolchain_files()}"
     key = cache_key(emitted.ir_text, identity)
     want_cubin = assemble_cubin is True or (assemble_cubin == "auto" and _can_assemble())
     entries = [launch.entry for plan in emitted.plans.values() for launch in plan.launches]

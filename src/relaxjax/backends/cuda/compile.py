@@ -51,6 +51,7 @@ __all__ = [
     "parse_resources",
     "ptx_isa",
     "ptxas_path",
+    "toolchain_files",
 ]
 
 COMPILERS = ("auto", "nvvm", "llvmlite")
@@ -74,13 +75,26 @@ def nvvm_available() -> bool:
 
 @functools.cache
 def libdevice_path() -> str | None:
-    """Where ``libdevice.10.bc`` is (shipped with the ``nvidia-nvvm`` wheel), or None."""
+    """Where ``libdevice.10.bc`` is, or None: the ``nvidia-nvvm`` wheel's (or
+    ``$CUDA_HOME``'s), else the one beside the libnvvm that loads (a system toolkit that
+    ``cuda.pathfinder`` finds through the loader, as on machines with CUDA installed)."""
     try:
         from cuda import pathfinder
 
         return str(pathfinder.find_bitcode_lib("device"))
+    except Exception:  # noqa: BLE001 - not there; try beside libnvvm
+        pass
+    try:
+        from cuda import pathfinder
+
+        libnvvm = Path(pathfinder.load_nvidia_dynamic_lib("nvvm").abs_path).resolve()
     except Exception:  # noqa: BLE001
         return None
+    for root in libnvvm.parents[:3]:  # <root>/lib/libnvvm.so, <root>/nvvm/lib64/libnvvm.so
+        candidate = root / "nvvm" / "libdevice" / "libdevice.10.bc"
+        if candidate.is_file():
+            return str(candidate)
+    return None
 
 
 @functools.cache
@@ -93,6 +107,26 @@ def ptxas_path() -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return str(found) if found else None
+
+
+@functools.cache
+def toolchain_files() -> str:
+    """The toolchain files in use (libnvvm, libdevice, ptxas: path, size, mtime) as text,
+    part of the cache key: a toolkit from no wheel (no version to read), or one replaced
+    in place, is told apart from the one that filled the cache."""
+    files = [libdevice_path(), ptxas_path()]
+    if nvvm_available():
+        from cuda import pathfinder
+
+        files.append(pathfinder.load_nvidia_dynamic_lib("nvvm").abs_path)
+    parts = []
+    for name in files:
+        try:
+            stat = os.stat(name) if name else None
+        except OSError:
+            stat = None
+        parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}" if stat else f"{name}")
+    return ";".join(parts)
 
 
 def available_compilers() -> tuple[str, ...]:
