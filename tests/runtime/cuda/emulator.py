@@ -9,16 +9,17 @@ saturating conversions -> ``llvm.fptosi.sat``), dynamic shared memory becomes a 
   (``emu.E(void **buffers, int64 *symbols, grid..., block...)``): that is its meaning
   exactly (kernels bound by ``tests/backends/cuda/binding.py``, injective rules).
 - An entry with barriers (``llvm.nvvm.barrier0``) or warp shuffles
-  (``llvm.nvvm.shfl.sync.bfly/down``) runs SIMT: the blocks in order, the threads of a
-  block as concurrent OS threads (``emu.thread.E(buffers, symbols)``, each reading its
-  ids through ``pthread_getspecific``). A barrier waits for every thread of the block; a
-  shuffle for every lane of its warp (32 consecutive linear ids ``x + X * (y + Y * z)``),
-  then each lane gets the value of lane ``lane ^ mask`` (bfly) or ``lane + offset``
-  (down; its own value past lane 31), as the GPU does with ``c = 0x1f``. A thread that
-  misses a barrier or shuffle the others wait at, lanes of one warp at different
-  shuffles, or a source lane the block does not have, is an :class:`EmulationError`
-  (the GPU would hang or read garbage). Shared memory is one global: blocks run one at a
-  time.
+  (``llvm.nvvm.shfl.sync.bfly/down``) runs SIMT: the threads of a block as concurrent OS
+  threads, one per thread position, each running every block in turn
+  (``emu.thread.E``; its ids and the barriers it uses come from its :class:`_Context`
+  through ``pthread_getspecific``). A barrier is a pthread barrier of the block; a
+  shuffle meets every lane of its warp (32 consecutive linear ids ``x + X * (y + Y *
+  z)``), then each lane gets the value of lane ``lane ^ mask`` (bfly) or ``lane +
+  offset`` (down; its own value past lane 31), as the GPU does with ``c = 0x1f``.
+  Lanes of a warp at different shuffles, or a source lane the warp does not have, are
+  an :class:`EmulationError`; so is a launch whose threads still wait after
+  :data:`TIMEOUT` seconds (a barrier or shuffle not every thread reaches: the GPU would
+  hang). Shared memory is one global: blocks run one at a time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -58,6 +60,78 @@ _SYNC_DECLARE = re.compile(
 _SHUFFLE_KINDS = {"bfly": 0, "down": 1}
 
 
+class _Context(ctypes.Structure):
+    """What a SIMT thread's code reads (``pthread_getspecific``): its ids, its lane, the
+    barriers of its block and warp, its warp's exchange slots, the launch's error flag."""
+
+    _fields_ = [
+        ("ids", ctypes.c_int32 * 6),  # tid.x/y/z, ctaid.x/y/z
+        ("lane", ctypes.c_int32),  # offset 24
+        ("lanes", ctypes.c_int32),  # 28: lanes of its warp
+        ("block_barrier", ctypes.c_void_p),  # 32
+        ("warp_barrier", ctypes.c_void_p),  # 40
+        ("values", ctypes.c_void_p),  # 48: i32 x 32
+        ("ops", ctypes.c_void_p),  # 56: i64 x 32, (kind << 32) | operand
+        ("error", ctypes.c_void_p),  # 64: i32; 1 divergent shuffles, 2 missing source lane
+    ]
+
+
+def _field(name: str, type_: str, offset: int) -> str:
+    return (
+        f"  %{name}.p = getelementptr i8, ptr %c, i64 {offset}\n"
+        f"  %{name} = load {type_}, ptr %{name}.p\n"
+    )
+
+
+#: ``__syncthreads``: the block's barrier (outside a SIMT launch: flagged in emu.stray).
+_BARRIER_IR = (
+    'define internal void @"emu.barrier"() {\n'
+    'entry:\n  %c = call ptr @"emu.context"()\n'
+    "  %none = icmp eq ptr %c, null\n  br i1 %none, label %stray, label %wait\n"
+    "stray:\n  store i32 1, ptr @emu.stray\n  ret void\n"
+    "wait:\n"
+    + _field("barrier", "ptr", 32)
+    + "  %r = call i32 @pthread_barrier_wait(ptr %barrier)\n  ret void\n}"
+)
+#: A warp shuffle of 32-bit ``bits``: every lane stores its value and operation, meets
+#: the others, reads its source lane (see the module doc), meets them again.
+_SHUFFLE_IR = (
+    'define internal i32 @"emu.shuffle"(i32 %kind, i32 %bits, i32 %operand) {\n'
+    'entry:\n  %c = call ptr @"emu.context"()\n'
+    "  %none = icmp eq ptr %c, null\n  br i1 %none, label %stray, label %go\n"
+    "stray:\n  store i32 1, ptr @emu.stray\n  ret i32 %bits\n"
+    "go:\n"
+    + _field("lane", "i32", 24)
+    + _field("lanes", "i32", 28)
+    + _field("barrier", "ptr", 40)
+    + _field("values", "ptr", 48)
+    + _field("ops", "ptr", 56)
+    + _field("error", "ptr", 64)
+    + "  %slot = getelementptr i32, ptr %values, i32 %lane\n"
+    "  store i32 %bits, ptr %slot\n"
+    "  %k64 = zext i32 %kind to i64\n  %hi = shl i64 %k64, 32\n"
+    "  %o64 = zext i32 %operand to i64\n  %op = or i64 %hi, %o64\n"
+    "  %opslot = getelementptr i64, ptr %ops, i32 %lane\n  store i64 %op, ptr %opslot\n"
+    "  %w1 = call i32 @pthread_barrier_wait(ptr %barrier)\n"
+    "  %op0 = load i64, ptr %ops\n  %same = icmp eq i64 %op0, %op\n"
+    "  br i1 %same, label %read, label %divergent\n"
+    "divergent:\n  store i32 1, ptr %error\n  br label %read\n"
+    "read:\n  %isdown = icmp eq i32 %kind, 1\n"
+    "  %x = xor i32 %lane, %operand\n  %d = add i32 %lane, %operand\n"
+    "  %src = select i1 %isdown, i32 %d, i32 %x\n"
+    "  %past = icmp ugt i32 %src, 31\n  %own = and i1 %isdown, %past\n"
+    "  %inside = icmp ult i32 %src, %lanes\n"
+    "  %missing = or i1 %own, %inside\n  br i1 %missing, label %pick, label %bad\n"
+    "bad:\n  store i32 2, ptr %error\n  br label %pick\n"
+    "pick:\n  %usable = select i1 %own, i1 false, i1 %inside\n"
+    "  %index = select i1 %usable, i32 %src, i32 %lane\n"
+    "  %from = getelementptr i32, ptr %values, i32 %index\n"
+    "  %got = load i32, ptr %from\n"
+    "  %w2 = call i32 @pthread_barrier_wait(ptr %barrier)\n"
+    "  ret i32 %got\n}"
+)
+
+
 def _host_ir(ir_text: str, key: int) -> str:
     text = re.sub(
         r'^declare i32 @"llvm\.nvvm\.read\.ptx\.sreg\.[a-z]+\.[xyz]"\(\)$', "", ir_text, flags=re.M
@@ -74,18 +148,22 @@ def _host_ir(ir_text: str, key: int) -> str:
         '@"relaxjax_dynamic_shared" = external addrspace(3) global [0 x i8]',
         '@"relaxjax_dynamic_shared" = addrspace(3) global [1048576 x i8] zeroinitializer',
     )
-    # Thread ids: the sequential wrapper's global, or the SIMT thread's (pthread key).
+    # Thread ids: the sequential wrapper's global, or the SIMT thread's context (``_Context``,
+    # through a pthread key); barriers and shuffles use the context's pthread barriers.
     definitions = [
         "@emu.ids = global [6 x i32] zeroinitializer",
-        '@"emu.callbacks" = global [2 x ptr] zeroinitializer',
+        "@emu.stray = global i32 0",
         "declare ptr @pthread_getspecific(i32)",
-        'define internal void @"emu.barrier"() {\n'
-        '  %f = load ptr, ptr @"emu.callbacks"\n  call void %f()\n  ret void\n}',
+        "declare i32 @pthread_barrier_wait(ptr)",
+        f'define internal ptr @"emu.context"() {{\n'
+        f"  %c = call ptr @pthread_getspecific(i32 {key})\n  ret ptr %c\n}}",
+        _BARRIER_IR,
+        _SHUFFLE_IR,
     ]
     for (kind, axis), index in _IDS.items():
         definitions.append(
             f'define internal i32 @"emu.{kind}.{axis}"() {{\n'
-            f"  %own = call ptr @pthread_getspecific(i32 {key})\n"
+            '  %own = call ptr @"emu.context"()\n'
             "  %none = icmp eq ptr %own, null\n"
             "  %base = select i1 %none, ptr @emu.ids, ptr %own\n"
             f"  %p = getelementptr [6 x i32], ptr %base, i64 0, i64 {index}\n"
@@ -100,9 +178,7 @@ def _host_ir(ir_text: str, key: int) -> str:
                 f'define internal {llvm_type} @"emu.shfl.{name}.{type_}"'
                 f"(i32 %mask, {llvm_type} %v, i32 %lane, i32 %c) {{\n"
                 f"  %bits = {to_bits}\n"
-                '  %p = getelementptr [2 x ptr], ptr @"emu.callbacks", i64 0, i64 1\n'
-                "  %f = load ptr, ptr %p\n"
-                f"  %r = call i32 %f(i32 {kind}, i32 %bits, i32 %lane)\n"
+                f'  %r = call i32 @"emu.shuffle"(i32 {kind}, i32 %bits, i32 %lane)\n'
                 f"  %out = {from_bits}\n  ret {llvm_type} %out\n}}"
             )
     text = _DECLARE.sub(lambda m: _libm(m.group(1), m.group(2), m.group(3)), text)
@@ -140,14 +216,34 @@ def _arguments(params: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _thread_wrapper(entry: str, params: list[str]) -> str:
-    """``emu.thread.<entry>(ptr bufs, ptr syms)``: one thread (its ids set by the caller)."""
+    """``emu.thread.<entry>(ptr bufs, ptr syms, ptr step, i32 gx, gy, gz)``: one thread
+    position of every block in turn (its context through the pthread key); the
+    ``step`` barrier ends each block, whose shared memory the next one reuses."""
     loads, args = _arguments(params)
     return "\n".join(
         [
-            f'define void @"emu.thread.{entry}"(ptr %bufs, ptr %syms) {{',
+            f'define void @"emu.thread.{entry}"(ptr %bufs, ptr %syms, ptr %step, '
+            "i32 %gx, i32 %gy, i32 %gz) {",
             "entry:",
             *loads,
+            '  %c = call ptr @"emu.context"()',
+            "  %gxy = mul i32 %gx, %gy\n  %total = mul i32 %gxy, %gz",
+            "  br label %head",
+            "head:",
+            "  %b = phi i32 [0, %entry], [%next, %body]",
+            "  %more = icmp ult i32 %b, %total",
+            "  br i1 %more, label %body, label %done",
+            "body:",
+            "  %x = urem i32 %b, %gx\n  %bgx = udiv i32 %b, %gx\n  %y = urem i32 %bgx, %gy",
+            "  %z = udiv i32 %b, %gxy",
+            "  %px = getelementptr i32, ptr %c, i64 3\n  store i32 %x, ptr %px",
+            "  %py = getelementptr i32, ptr %c, i64 4\n  store i32 %y, ptr %py",
+            "  %pz = getelementptr i32, ptr %c, i64 5\n  store i32 %z, ptr %pz",
             f'  call void @"{entry}"({", ".join(args)})',
+            "  %w = call i32 @pthread_barrier_wait(ptr %step)",
+            "  %next = add i32 %b, 1",
+            "  br label %head",
+            "done:",
             "  ret void",
             "}",
         ]
@@ -191,106 +287,39 @@ def _wrapper(entry: str, params: list[str]) -> str:
     return "\n".join(body) + "\n"
 
 
-_THREAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-_BARRIER_CALLBACK = ctypes.CFUNCTYPE(None)
-_SHUFFLE_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
-#: Seconds a barrier or shuffle waits for the other threads before the kernel is wrong.
-TIMEOUT = 20.0
-
-
-class _Warp:
-    """The exchange of one warp's shuffles."""
-
-    def __init__(self, lanes: int) -> None:
-        self.lanes = lanes
-        self.values = [0] * lanes
-        self.ops: list[tuple[int, int] | None] = [None] * lanes
-        self.barrier = threading.Barrier(lanes, timeout=TIMEOUT)
-
-
-class _Block:
-    """One thread block running SIMT: its barrier, warps and the errors seen."""
-
-    def __init__(self, threads: int) -> None:
-        self.barrier = threading.Barrier(threads, timeout=TIMEOUT)
-        self.warps = [_Warp(min(32, threads - start)) for start in range(0, threads, 32)]
-        self.errors: list[str] = []
-
-    def fail(self, message: str) -> None:
-        self.errors.append(message)
-        self.barrier.abort()  # release the other threads at once
-        for warp in self.warps:
-            warp.barrier.abort()
-
-
-_thread = threading.local()
-_stray: list[str] = []  # barriers / shuffles reached outside a SIMT launch
-
-
-def _on_barrier() -> None:
-    block = getattr(_thread, "block", None)
-    if block is None:
-        _stray.append("a barrier in a kernel run thread by thread")
-        return
-    try:
-        block.barrier.wait()
-    except threading.BrokenBarrierError:
-        if not block.errors:
-            block.fail(f"thread {_thread.linear} waited at a barrier others did not reach")
-
-
-def _on_shuffle(kind: int, bits: int, operand: int) -> int:
-    block = getattr(_thread, "block", None)
-    if block is None:
-        _stray.append("a warp shuffle in a kernel run thread by thread")
-        return bits
-    linear = _thread.linear
-    warp, lane = block.warps[linear // 32], linear % 32
-    warp.values[lane], warp.ops[lane] = bits, (kind, operand)
-    result = bits
-    try:
-        warp.barrier.wait()
-        source = lane ^ operand if kind == 0 else lane + operand
-        if len(set(warp.ops)) != 1:
-            block.fail(f"lanes of warp {linear // 32} are at different shuffles: {warp.ops}")
-        elif kind == 0 or source <= 31:
-            if not 0 <= source < warp.lanes:
-                block.fail(f"lane {lane} reads lane {source}, which its warp does not have")
-            else:
-                result = warp.values[source]
-        warp.barrier.wait()  # every lane has read before the next shuffle writes
-    except threading.BrokenBarrierError:
-        if not block.errors:
-            block.fail(f"thread {linear} waited at a shuffle others of its warp did not reach")
-    return result
-
-
-_callbacks = (_BARRIER_CALLBACK(_on_barrier), _SHUFFLE_CALLBACK(_on_shuffle))
+_THREAD = ctypes.CFUNCTYPE(
+    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *([ctypes.c_int32] * 3)
+)
+#: Seconds a SIMT launch may take before its threads are taken to wait for one another
+#: forever (a barrier or shuffle not every thread reaches).
+TIMEOUT = 60.0
+_ERRORS = {
+    1: "lanes of one warp are at different shuffles",
+    2: "a shuffle reads a lane its warp does not have",
+}
 _libc = ctypes.CDLL(None)
 _libc.pthread_setspecific.argtypes = [ctypes.c_uint, ctypes.c_void_p]
-_libc.pthread_setspecific.restype = ctypes.c_int
+_libc.pthread_barrier_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
 _key = ctypes.c_uint(0)
 if _libc.pthread_key_create(ctypes.byref(_key), None) != 0:
     raise OSError("pthread_key_create failed")
+_stuck: list[object] = []  # what threads that never finished still use
 
 
-def _run_blocks(function, buffers, values, blocks, tid, linear: int, step) -> None:
-    """One thread position (``tid``) of every block in turn; ``step`` ends each block (its
-    shared memory is the next block's)."""
-    ids = (ctypes.c_int32 * 6)()
-    _thread.linear = linear
-    _libc.pthread_setspecific(_key.value, ctypes.addressof(ids))
+def _barrier(count: int) -> ctypes.Array:
+    """A pthread barrier for ``count`` threads (in a buffer larger than pthread_barrier_t)."""
+    memory = ctypes.create_string_buffer(128)
+    if _libc.pthread_barrier_init(memory, None, count) != 0:
+        raise OSError("pthread_barrier_init failed")
+    return memory
+
+
+def _simt_thread(function, buffers, values, context, step, grid) -> None:
+    _libc.pthread_setspecific(_key.value, ctypes.addressof(context))
     try:
-        for ctaid, block in blocks:
-            ids[:] = (*tid, *ctaid)
-            _thread.block = block
-            function(buffers, values)
-            step.wait()
-            if any(b.errors for _, b in blocks):
-                return
+        function(buffers, values, ctypes.addressof(step), *grid)
     finally:
         _libc.pthread_setspecific(_key.value, None)
-        _thread.block = None
 
 
 @dataclass
@@ -301,6 +330,7 @@ class EmulatedModule:
     launchers: dict[str, object]
     threads: dict[str, object]
     simt: frozenset[str]
+    stray: int  # the address of emu.stray
     library: object
 
     def launch(self, entry: str, grid, block, params) -> None:
@@ -312,43 +342,54 @@ class EmulatedModule:
             self._launch_simt(entry, grid, block, buffers, values)
             return
         self.launchers[entry](buffers, values, *grid, *block)
-        if _stray:
-            message = _stray[0]
-            _stray.clear()
-            raise EmulationError(f"{entry}: {message}")
+        stray = ctypes.c_int32.from_address(self.stray)
+        if stray.value:
+            stray.value = 0
+            raise EmulationError(f"{entry}: a barrier or shuffle in a kernel run thread by thread")
 
     def _launch_simt(self, entry: str, grid, block, buffers, values) -> None:
-        """Every block in turn, its threads at once (one OS thread per thread position,
-        reused for every block)."""
-        (gx, gy, gz), (bx, by, bz) = grid, block
+        """Every block in turn, its threads at once: one OS thread per thread position
+        (``emu.thread.E`` loops over the blocks), synchronised by pthread barriers."""
+        bx, by, bz = block
         threads = bx * by * bz
-        blocks = [
-            ((b % gx, b // gx % gy, b // (gx * gy)), _Block(threads)) for b in range(gx * gy * gz)
+        block_barrier, step, error = _barrier(threads), _barrier(threads), ctypes.c_int32(0)
+        warps = [
+            (_barrier(min(32, threads - first)), (ctypes.c_int32 * 32)(), (ctypes.c_int64 * 32)())
+            for first in range(0, threads, 32)
         ]
-        step = threading.Barrier(threads, timeout=10 * TIMEOUT)
+        contexts = []
+        for linear in range(threads):
+            warp_barrier, slots, ops = warps[linear // 32]
+            context = _Context()
+            context.ids[:3] = (linear % bx, linear // bx % by, linear // (bx * by))
+            context.lane, context.lanes = linear % 32, min(32, threads - linear // 32 * 32)
+            context.block_barrier = ctypes.addressof(block_barrier)
+            context.warp_barrier = ctypes.addressof(warp_barrier)
+            context.values, context.ops = ctypes.addressof(slots), ctypes.addressof(ops)
+            context.error = ctypes.addressof(error)
+            contexts.append(context)
+        function = self.threads[entry]
         workers = [
             threading.Thread(
-                target=_run_blocks,
-                args=(
-                    self.threads[entry],
-                    buffers,
-                    values,
-                    blocks,
-                    (linear % bx, linear // bx % by, linear // (bx * by)),
-                    linear,
-                    step,
-                ),
+                target=_simt_thread,
+                args=(function, buffers, values, context, step, tuple(grid)),
                 daemon=True,
-            )  # fmt: skip
-            for linear in range(threads)
+            )
+            for context in contexts
         ]
         for worker in workers:
             worker.start()
+        deadline = time.monotonic() + TIMEOUT
         for worker in workers:
-            worker.join()
-        for ctaid, state in blocks:
-            if state.errors:
-                raise EmulationError(f"{entry}, block {ctaid}: {state.errors[0]}")
+            worker.join(max(0.0, deadline - time.monotonic()))
+        if any(worker.is_alive() for worker in workers):
+            _stuck.append((block_barrier, step, warps, contexts, error, buffers, values))
+            raise EmulationError(
+                f"{entry}: threads still wait after {TIMEOUT:.0f} s: a barrier or shuffle "
+                "that not every thread of the block (lane of the warp) reaches"
+            )
+        if error.value:
+            raise EmulationError(f"{entry}: {_ERRORS[error.value]}")
 
 
 def emulate(ir_text: str, entries: list[str]) -> EmulatedModule:
@@ -369,14 +410,13 @@ def emulate(ir_text: str, entries: list[str]) -> EmulatedModule:
     names = (
         *(f"emu.{entry}" for entry in entries),
         *(f"emu.thread.{entry}" for entry in entries),
-        "emu.callbacks",
+        "emu.stray",
     )
     library = load_object(compile_object(text, target, "emulated kernels"), names, target)
-    slots = (ctypes.c_void_p * 2).from_address(library.addresses["emu.callbacks"])
-    slots[0], slots[1] = (ctypes.cast(c, ctypes.c_void_p).value for c in _callbacks)
     launchers = {entry: _LAUNCH(library.addresses[f"emu.{entry}"]) for entry in entries}
     threads = {entry: _THREAD(library.addresses[f"emu.thread.{entry}"]) for entry in entries}
-    return EmulatedModule(launchers, threads, frozenset(simt), library)
+    stray = library.addresses["emu.stray"]
+    return EmulatedModule(launchers, threads, frozenset(simt), stray, library)
 
 
 class EmulatingDriver:

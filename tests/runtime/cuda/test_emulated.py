@@ -97,8 +97,9 @@ RULES = pytest.mark.skipif(
 SIMT_OPS = {"sum", "mean", "max", "argmax", "var", "prod", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "matmul", "einsum", "dot_product_attention", "cumsum",
             "add", "gelu", "where", "take", "concatenate"}  # fmt: skip
-#: Reductions to one value run over 128 blocks: minutes of OS-thread barriers here.
-SIMT_SLOW = {"sum", "max", "prod", "log_softmax"}
+#: Left to the slow run (the default run keeps one kernel of each kind).
+SIMT_SLOW = {"mean", "max", "prod", "log_softmax", "rms_norm", "einsum", "gelu", "where",
+             "concatenate"}  # fmt: skip
 SIMT_CASES = [
     pytest.param(case, id=case.op, marks=pytest.mark.slow if case.op in SIMT_SLOW else ())
     for case in op_cases(width=70, matmul_cols=33, einsum_cols=5, head_dim=8)
