@@ -18,6 +18,7 @@ class FakeDriver(Driver):
         self.graphs_built = 0
         self.updates = 0
         self.modules = 0
+        self.synchronized: list[object] = []  # streams waited for, in order
 
     def device_name(self) -> str:
         return "fake"
@@ -69,7 +70,7 @@ class FakeDriver(Driver):
         return "stream"
 
     def synchronize(self, stream: object) -> None:
-        pass
+        self.synchronized.append(stream)
 
     def launch(self, function, grid, block, shared, stream, params) -> None:
         self.launches.append((function, grid, block, shared, params))

@@ -114,6 +114,46 @@ def test_cuda_array_interface_is_version_3_and_zero_copy(fake):
     assert wrapped.ptr == array.ptr and wrapped.shape == (2, 5)
 
 
+def test_dlpack_export_honours_the_consumers_device_and_copy_requests(fake):
+    _, device = fake
+    array = as_device_array(device, np.arange(6, dtype=np.float32))
+    with pytest.raises(BufferError, match=r"on device \(2, 0\), asked for \(1, 0\)"):
+        array.__dlpack__(dl_device=(1, 0))
+    shared = as_device_array(device, _Capsule(array.__dlpack__(max_version=(1, 0))))
+    copied = as_device_array(device, _Capsule(array.__dlpack__(copy=True)))
+    assert shared.ptr == array.ptr and copied.ptr != array.ptr
+    np.testing.assert_array_equal(np.asarray(copied), np.arange(6))
+
+
+class _Capsule:
+    """A producer handing over a capsule made earlier."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        return self.capsule
+
+
+def test_a_foreign_array_on_another_stream_is_waited_for(fake):
+    driver, device = fake
+    array = device_empty(device, (4,), np.float32)
+
+    class OnItsStream:  # produced on stream 0x1234 (cupy, torch on a side stream)
+        __cuda_array_interface__ = {**array.__cuda_array_interface__, "stream": 0x1234}
+
+    class NoStream:  # "stream" absent or None: no synchronisation is needed
+        __cuda_array_interface__ = {**array.__cuda_array_interface__, "stream": None}
+
+    as_device_array(device, NoStream())
+    assert driver.synchronized == []
+    as_device_array(device, OnItsStream())
+    assert driver.synchronized == [0x1234]  # the producer's stream, not ours
+
+
 def test_foreign_strided_gpu_arrays_are_refused(fake):
     _, device = fake
 

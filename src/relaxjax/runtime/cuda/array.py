@@ -141,7 +141,21 @@ class DeviceArray:
     def __dlpack_device__(self) -> tuple[int, int]:
         return (dlpack.KDL_CUDA, self.device.ordinal)
 
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> object:
+    def __dlpack__(
+        self,
+        stream: Any = None,
+        max_version: Any = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> object:
+        """A ``"dltensor"`` capsule (DLPack 0.x, which consumers asking for
+        ``max_version`` accept too) over this memory; ``copy=True``: over a copy."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(
+                f"a DeviceArray is on device {self.__dlpack_device__()}, asked for {dl_device}"
+            )
+        if copy:
+            return self.copy().__dlpack__(stream=stream)
         # The consumer names the stream it will use; ours must be done first.
         if stream is not None and stream != -1:
             self.device.synchronize()
@@ -226,7 +240,9 @@ def _from_interface(device: Device, value: object, interface: dict) -> DeviceArr
     pointer, _ = interface["data"]
     stream = interface.get("stream")
     if stream:
-        device.synchronize()  # the producer's stream is not ours: order by waiting
+        # The producer's work is queued on its stream (1: legacy default, 2: per-thread
+        # default, else a handle), which is not ours: wait for it before ours reads.
+        device.driver.synchronize(stream)
     return DeviceArray(device, pointer or 0, shape, dtype, value)
 
 

@@ -67,6 +67,7 @@ class Driver:
         raise NotImplementedError
 
     def synchronize(self, stream: object) -> None:
+        """Wait for ``stream``: ours, or a foreign one given as its handle (an int)."""
         raise NotImplementedError
 
     def launch(
@@ -219,6 +220,8 @@ class CudaDriver(Driver):
         return self._call("cuStreamCreate", 0)
 
     def synchronize(self, stream: object) -> None:
+        if isinstance(stream, int):  # a foreign stream named by its handle (CAI, DLPack)
+            stream = self._driver.CUstream(stream)
         self._call("cuStreamSynchronize", stream)
 
     def launch(
