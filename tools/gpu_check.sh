@@ -60,18 +60,17 @@ print(cuda_build.describe_toolchain(), "| libdevice:", libdevice_path())
 if ptxas_path():
     print(subprocess.run([ptxas_path(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1])
 print("GPU schedule rules:", "installed" if gpu_schedule() is not None else "MISSING (one thread per nest)")
-found = probe()
-print("probe:", found)
-if not found.available:
-    sys.exit(1)
-device = current_device()
-print("device:", device.driver.device_name(), device.arch)
-
 @relax.jit(target="cuda")
 def smoke(x: relax.Tensor(("n", 64), "float32")):
     return rnn.softmax(rnp.tanh(x) * 2.0, axis=-1)
 
-print("PTX ISA", ptx_isa(smoke.ptx(relax.Tensor(("n", 64), "float32"), arch=device.arch)))
+found = probe()
+print("probe:", found)
+arch = current_device().arch if found.available else "sm_90"
+print(f"PTX ISA for {arch}:", ptx_isa(smoke.ptx(arch=arch)))
+if not found.available:
+    sys.exit(1)
+print("device:", current_device().driver.device_name(), arch)
 for n in (1, 7, 300):
     x = np.random.default_rng(n).standard_normal((n, 64)).astype(np.float32)
     t = time.perf_counter()
