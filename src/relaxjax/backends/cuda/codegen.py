@@ -324,7 +324,9 @@ def _shuffle_value(
         suffix = "f32" if type_ == F32 else "i32"
         name = f"llvm.nvvm.shfl.sync.{kind}.{suffix}"
         function = _declare(emitter.module, name, type_, [I32, type_, I32, I32])
-        clamp = ir.Constant(I32, 31 if kind == "bfly" else 31)
+        # c = 0x1f: clamp at lane 31, no segment mask (a full warp of 32), as CUDA's
+        # __shfl_xor_sync / __shfl_down_sync give for width 32.
+        clamp = ir.Constant(I32, 0x1F)
         return builder.call(function, [ir.Constant(I32, -1), value, lane, clamp])
     if type_ == F16:
         wide = _shuffle_value(emitter, kind, builder.fpext(value, F32), lane)
