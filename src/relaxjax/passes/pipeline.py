@@ -8,7 +8,7 @@
     legalize              every op call -> call_tir of a shape-generic kernel
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
-    fuse_ops              elementwise DAGs; norms/softmax with their prologue and epilogue -> one kernel
+    fuse_ops              elementwise DAGs; norms/softmax with prologue and epilogue -> one kernel
     ScheduleKernels       (llvm) every kernel scheduled by the default CPU rules
 
 ``relax.jit`` (through ``runtime.build_executable``) runs it with ``library=True``.

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from relaxjax.errors import RelaxError
 from relaxjax.ir import IRModule
+from relaxjax.schedule.rules.annotated import annotated_rule
 from relaxjax.schedule.rules.approx import approximate_tanh
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
@@ -52,6 +53,7 @@ RULE_ATTR = "schedule_rule"
 
 #: The CPU rules, most specific first, with the names recorded in ``RULE_ATTR``.
 CPU_RULES: tuple[tuple[str, Rule], ...] = (
+    ("annotated", annotated_rule),
     ("matmul", matmul_rule),
     ("reduction", reduction_rule),
     ("injective", injective_rule),
