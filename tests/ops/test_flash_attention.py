@@ -114,7 +114,8 @@ def test_the_kernel_keeps_no_score_matrix_and_skips_causal_tiles():
     allocations = [line for line in text.splitlines() if "allocate(" in line]
     assert len(allocations) == 8 and not any("d0" in a or "d1" in a for a in allocations)
     # causal: a task visits the key tiles up to its last query row only
-    assert "for st in range((min((task % ((d0 + 15) // 16)) * 16 + 16, d0, d1) + 63) // 64):" in text
+    last_row = "min((task % ((d0 + 15) // 16)) * 16 + 16, d0, d1)"
+    assert f"for st in range(({last_row} + 63) // 64):" in text
     plain = get("dot_product_attention").lower([q, kv, kv], AttentionAttrs(), q)
     assert "for st in range((d1 + 63) // 64):" in str(plain)
 

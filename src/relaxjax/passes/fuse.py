@@ -34,7 +34,6 @@ from relaxjax.ir import (
     CallTIRAttrs,
     DataflowBlock,
     Expr,
-    Function,
     GlobalVar,
     IRModule,
     PrimInfo,
@@ -45,7 +44,7 @@ from relaxjax.ir import (
 from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.fuse_groups import Group, as_fusable, fusion_groups, kernel_kind
 from relaxjax.passes.kernels import kernel_key
-from relaxjax.passes.walk import called_kernels, rebuild_function, used_vars
+from relaxjax.passes.walk import called_kernels, rebuild_function, var_uses
 from relaxjax.schedule.rules.merge import Stage, merge_kernels
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.function import PrimFunc
@@ -137,15 +136,6 @@ def _fuse_block(bindings, mod: IRModule, uses: Counter, names: dict, new_kernels
     return [b for b in result if b is not None]
 
 
-def _uses(function: Function) -> Counter:
-    counts: Counter = Counter()
-    for block in function.body.blocks:
-        for binding in block.bindings:
-            counts.update(used_vars(binding.value))
-    counts.update(used_vars(function.body.body))
-    return counts
-
-
 def fuse_ops(mod: IRModule) -> IRModule:
     """``mod`` with fusable chains of kernel calls merged (see the module doc)."""
     names = {kernel_key(k): n for n, k in mod.kernels().items()}
@@ -153,7 +143,7 @@ def fuse_ops(mod: IRModule) -> IRModule:
     items: dict[str, object] = dict(mod.functions)
     changed = False
     for fname, function in mod.graph_functions().items():
-        uses = _uses(function)
+        uses = var_uses(function)
         blocks = []
         for block in function.body.blocks:
             if isinstance(block, DataflowBlock):
