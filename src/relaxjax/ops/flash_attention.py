@@ -44,7 +44,7 @@ from relaxjax.ir import StructInfo
 from relaxjax.ops.base import nonzero_floordiv
 from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, placeholders
 from relaxjax.ops.reduction import accumulator_dtype
-from relaxjax.tir import Allocate, Buffer, BufferStore, For, PrimExpr, PrimFunc, Stmt
+from relaxjax.tir import Allocate, Buffer, BufferStore, For, IfThenElse, PrimExpr, PrimFunc, Stmt
 from relaxjax.tir import seq as tir_seq
 from relaxjax.tir.expr import as_expr
 
@@ -60,10 +60,23 @@ TILE_S = 64
 CPU_KIND = "cpu_kind"
 
 
-def _loop(name: str, extent: Dim, body: Callable[[arith.Sym], Stmt], kind: str = "serial") -> For:
-    var = arith.sym(name)
-    annotations = ((CPU_KIND, kind),) if kind != "serial" else ()
-    return For(var, 0, extent, "serial", body(var), annotations)
+class _Loops:
+    """Loops with names unique in the kernel (``j0``, ``j0_1``, ...)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def __call__(
+        self, name: str, extent: Dim, body: Callable[[arith.Sym], Stmt], kind: str = "serial"
+    ) -> For:
+        unique, count = name, 0
+        while unique in self.taken:
+            count += 1
+            unique = f"{name}_{count}"
+        self.taken.add(unique)
+        var = arith.sym(unique)
+        annotations = ((CPU_KIND, kind),) if kind != "serial" else ()
+        return For(var, 0, extent, "serial", body(var), annotations)
 
 
 def _scale(attrs, width: Dim, logit: str) -> PrimExpr:
@@ -89,6 +102,7 @@ def flash_attention_kernel(
     ``logit`` is the logits' dtype and ``large_negative`` the masked logit."""
     inputs = placeholders(KernelDims(), arg_infos, names)
     by_name = dict(zip(names, inputs))
+    _loop = _Loops()
     query, key, value = inputs[:3]
     dtype = key.dtype
     work = accumulator_dtype(dtype).name
@@ -134,96 +148,103 @@ def flash_attention_kernel(
 
         def key_tile(st: arith.Sym) -> Stmt:
             s0 = st * TILE_S
-            cols = arith.min_(TILE_S, keys - s0)
 
-            def load(h: arith.Sym) -> Stmt:
-                return _loop(
-                    "j0",
-                    cols,
-                    lambda j: BufferStore(kt, convert(read(key, b, s0 + j, kv, h), logit), (h, j)),
-                    "vectorized",
-                )
+            def tile(cols: Dim) -> Stmt:
 
-            def row(i: arith.Sym) -> Stmt:
-                t = t0 + i
-
-                def dot(h: arith.Sym) -> Stmt:
-                    q_h = convert(read(query, b, t, n, h), logit)
+                def load(h: arith.Sym) -> Stmt:
                     return _loop(
-                        "j2",
+                        "j0",
                         cols,
-                        lambda j: BufferStore(dots, dots[j] + q_h * kt[h, j], (j,)),
-                        "vectorized",
-                    )
-
-                def logits(j: arith.Sym) -> Stmt:
-                    s = s0 + j
-                    value_ = dots[j] * scale
-                    indices = (b, n, t, s)
-                    if "bias" in by_name:
-                        bias = by_name["bias"]
-                        value_ = value_ + convert(
-                            bias[broadcast_indices(bias.shape, full, indices)], logit
-                        )
-                    keep = None
-                    if "mask" in by_name:
-                        mask = by_name["mask"]
-                        keep = mask[broadcast_indices(mask.shape, full, indices)]
-                    if attrs.is_causal:
-                        causal = as_expr(s) <= as_expr(t)
-                        keep = causal if keep is None else keep & causal
-                    if keep is not None:
-                        value_ = tir.select(keep, value_, as_expr(large_negative, logit))
-                    return BufferStore(probs, convert(value_, "float32"), (j,))
-
-                def peak(j: arith.Sym) -> Stmt:
-                    return BufferStore(top, tir.max(top[0], probs[j]), (0,))
-
-                def weight(j: arith.Sym) -> Stmt:
-                    p = tir.exp(probs[j] - top[0])
-                    return tir_seq(
-                        BufferStore(probs, p, (j,)),
-                        BufferStore(psum, psum[0] + probs[j], (0,)),
-                    )
-
-                alpha = tir.exp(m[i] - top[0])
-
-                def rescale(h: arith.Sym) -> Stmt:
-                    return BufferStore(acc, acc[i, h] * convert(alpha, work), (i, h))
-
-                def accumulate(j: arith.Sym) -> Stmt:
-                    p = convert(convert(probs[j], dtype), work)
-                    return _loop(
-                        "h4",
-                        width,
-                        lambda h: BufferStore(
-                            acc,
-                            acc[i, h] + p * convert(read(value, b, s0 + j, kv, h), work),
-                            (i, h),
+                        lambda j: BufferStore(
+                            kt, convert(read(key, b, s0 + j, kv, h), logit), (h, j)
                         ),
                         "vectorized",
                     )
 
-                return tir_seq(
-                    _loop(
-                        "j1",
-                        cols,
-                        lambda j: BufferStore(dots, as_expr(0, logit), (j,)),
-                        "vectorized",
-                    ),
-                    _loop("h1", width, dot),
-                    _loop("j3", cols, logits, "vectorized"),
-                    BufferStore(top, m[i], (0,)),
-                    _loop("j4", cols, peak, "vectorized"),
-                    BufferStore(psum, as_expr(0.0, "float32"), (0,)),
-                    _loop("j5", cols, weight, "vectorized"),
-                    BufferStore(total, total[i] * alpha + psum[0], (i,)),
-                    _loop("h3", width, rescale, "vectorized"),
-                    BufferStore(m, top[0], (i,)),
-                    _loop("j6", cols, accumulate),
-                )
+                def row(i: arith.Sym) -> Stmt:
+                    t = t0 + i
 
-            return tir_seq(_loop("h0", width, load), _loop("i1", rows, row))
+                    def dot(h: arith.Sym) -> Stmt:
+                        q_h = convert(read(query, b, t, n, h), logit)
+                        return _loop(
+                            "j2",
+                            cols,
+                            lambda j: BufferStore(dots, dots[j] + q_h * kt[h, j], (j,)),
+                            "vectorized",
+                        )
+
+                    def logits(j: arith.Sym) -> Stmt:
+                        s = s0 + j
+                        value_ = dots[j] * scale
+                        indices = (b, n, t, s)
+                        if "bias" in by_name:
+                            bias = by_name["bias"]
+                            value_ = value_ + convert(
+                                bias[broadcast_indices(bias.shape, full, indices)], logit
+                            )
+                        keep = None
+                        if "mask" in by_name:
+                            mask = by_name["mask"]
+                            keep = mask[broadcast_indices(mask.shape, full, indices)]
+                        if attrs.is_causal:
+                            causal = as_expr(s) <= as_expr(t)
+                            keep = causal if keep is None else keep & causal
+                        if keep is not None:
+                            value_ = tir.select(keep, value_, as_expr(large_negative, logit))
+                        return BufferStore(probs, convert(value_, "float32"), (j,))
+
+                    def peak(j: arith.Sym) -> Stmt:
+                        return BufferStore(top, tir.max(top[0], probs[j]), (0,))
+
+                    def weight(j: arith.Sym) -> Stmt:
+                        p = tir.exp(probs[j] - top[0])
+                        return tir_seq(
+                            BufferStore(probs, p, (j,)),
+                            BufferStore(psum, psum[0] + probs[j], (0,)),
+                        )
+
+                    alpha = tir.exp(m[i] - top[0])
+
+                    def rescale(h: arith.Sym) -> Stmt:
+                        return BufferStore(acc, acc[i, h] * convert(alpha, work), (i, h))
+
+                    def accumulate(j: arith.Sym) -> Stmt:
+                        p = convert(convert(probs[j], dtype), work)
+                        return _loop(
+                            "h4",
+                            width,
+                            lambda h: BufferStore(
+                                acc,
+                                acc[i, h] + p * convert(read(value, b, s0 + j, kv, h), work),
+                                (i, h),
+                            ),
+                            "vectorized",
+                        )
+
+                    return tir_seq(
+                        _loop(
+                            "j1",
+                            cols,
+                            lambda j: BufferStore(dots, as_expr(0, logit), (j,)),
+                            "vectorized",
+                        ),
+                        _loop("h1", width, dot),
+                        _loop("j3", cols, logits, "vectorized"),
+                        BufferStore(top, m[i], (0,)),
+                        _loop("j4", cols, peak, "vectorized"),
+                        BufferStore(psum, as_expr(0.0, "float32"), (0,)),
+                        _loop("j5", cols, weight, "vectorized"),
+                        BufferStore(total, total[i] * alpha + psum[0], (i,)),
+                        _loop("h3", width, rescale, "vectorized"),
+                        BufferStore(m, top[0], (i,)),
+                        _loop("j6", cols, accumulate),
+                    )
+
+                return tir_seq(_loop("h0", width, load), _loop("i1", rows, row))
+
+            # a whole tile gets loops of constant extent (no vector remainders)
+            whole = as_expr(keys - s0) >= as_expr(TILE_S)
+            return IfThenElse(whole, tile(TILE_S), tile(arith.min_(TILE_S, keys - s0)))
 
         def finish(i: arith.Sym) -> Stmt:
             # l > 0 whenever there is a key (each tile has a weight exp(0) = 1).
