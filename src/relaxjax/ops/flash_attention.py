@@ -119,8 +119,8 @@ def flash_attention_kernel(
     total = Buffer("l", (TILE_Q,), "float32", scope="local")
     acc = Buffer("acc", (TILE_Q, width), work, scope="local")
     kt = Buffer("kt", (width, TILE_S), logit, scope="local")
-    dots = Buffer("dots", (TILE_S,), logit, scope="local")
-    probs = Buffer("probs", (TILE_S,), "float32", scope="local")
+    dots = Buffer("dots", (TILE_Q, TILE_S), logit, scope="local")
+    probs = Buffer("probs", (TILE_Q, TILE_S), "float32", scope="local")
     top = Buffer("top", (1,), "float32", scope="local")
     psum = Buffer("psum", (1,), "float32", scope="local")
 
@@ -161,21 +161,29 @@ def flash_attention_kernel(
                         "vectorized",
                     )
 
-                def row(i: arith.Sym) -> Stmt:
-                    t = t0 + i
+                def zero(i: arith.Sym) -> Stmt:
+                    store = lambda j: BufferStore(dots, as_expr(0, logit), (i, j))  # noqa: E731
+                    return _loop("j1", cols, store, "vectorized")
 
-                    def dot(h: arith.Sym) -> Stmt:
-                        q_h = convert(read(query, b, t, n, h), logit)
+                def dot(h: arith.Sym) -> Stmt:
+                    # every row of the task at once: 16 x 4 independent vector sums
+                    def row(i: arith.Sym) -> Stmt:
+                        q_h = convert(read(query, b, t0 + i, n, h), logit)
                         return _loop(
                             "j2",
                             cols,
-                            lambda j: BufferStore(dots, dots[j] + q_h * kt[h, j], (j,)),
+                            lambda j: BufferStore(dots, dots[i, j] + q_h * kt[h, j], (i, j)),
                             "vectorized",
                         )
 
+                    return _loop("i2", rows, row)
+
+                def softmax(i: arith.Sym) -> Stmt:
+                    t = t0 + i
+
                     def logits(j: arith.Sym) -> Stmt:
                         s = s0 + j
-                        value_ = dots[j] * scale
+                        value_ = dots[i, j] * scale
                         indices = (b, n, t, s)
                         if "bias" in by_name:
                             bias = by_name["bias"]
@@ -191,16 +199,16 @@ def flash_attention_kernel(
                             keep = causal if keep is None else keep & causal
                         if keep is not None:
                             value_ = tir.select(keep, value_, as_expr(large_negative, logit))
-                        return BufferStore(probs, convert(value_, "float32"), (j,))
+                        return BufferStore(probs, convert(value_, "float32"), (i, j))
 
                     def peak(j: arith.Sym) -> Stmt:
-                        return BufferStore(top, tir.max(top[0], probs[j]), (0,))
+                        return BufferStore(top, tir.max(top[0], probs[i, j]), (0,))
 
                     def weight(j: arith.Sym) -> Stmt:
-                        p = tir.exp(probs[j] - top[0])
+                        p = tir.exp(probs[i, j] - top[0])
                         return tir_seq(
-                            BufferStore(probs, p, (j,)),
-                            BufferStore(psum, psum[0] + probs[j], (0,)),
+                            BufferStore(probs, p, (i, j)),
+                            BufferStore(psum, psum[0] + probs[i, j], (0,)),
                         )
 
                     alpha = tir.exp(m[i] - top[0])
@@ -208,8 +216,21 @@ def flash_attention_kernel(
                     def rescale(h: arith.Sym) -> Stmt:
                         return BufferStore(acc, acc[i, h] * convert(alpha, work), (i, h))
 
-                    def accumulate(j: arith.Sym) -> Stmt:
-                        p = convert(convert(probs[j], dtype), work)
+                    return tir_seq(
+                        _loop("j3", cols, logits, "vectorized"),
+                        BufferStore(top, m[i], (0,)),
+                        _loop("j4", cols, peak, "vectorized"),
+                        BufferStore(psum, as_expr(0.0, "float32"), (0,)),
+                        _loop("j5", cols, weight, "vectorized"),
+                        BufferStore(total, total[i] * alpha + psum[0], (i,)),
+                        _loop("h3", width, rescale, "vectorized"),
+                        BufferStore(m, top[0], (i,)),
+                    )
+
+                def accumulate(j: arith.Sym) -> Stmt:
+                    # one value row for every query row of the task
+                    def row(i: arith.Sym) -> Stmt:
+                        p = convert(convert(probs[i, j], dtype), work)
                         return _loop(
                             "h4",
                             width,
@@ -221,26 +242,15 @@ def flash_attention_kernel(
                             "vectorized",
                         )
 
-                    return tir_seq(
-                        _loop(
-                            "j1",
-                            cols,
-                            lambda j: BufferStore(dots, as_expr(0, logit), (j,)),
-                            "vectorized",
-                        ),
-                        _loop("h1", width, dot),
-                        _loop("j3", cols, logits, "vectorized"),
-                        BufferStore(top, m[i], (0,)),
-                        _loop("j4", cols, peak, "vectorized"),
-                        BufferStore(psum, as_expr(0.0, "float32"), (0,)),
-                        _loop("j5", cols, weight, "vectorized"),
-                        BufferStore(total, total[i] * alpha + psum[0], (i,)),
-                        _loop("h3", width, rescale, "vectorized"),
-                        BufferStore(m, top[0], (i,)),
-                        _loop("j6", cols, accumulate),
-                    )
+                    return _loop("i4", rows, row)
 
-                return tir_seq(_loop("h0", width, load), _loop("i1", rows, row))
+                return tir_seq(
+                    _loop("h0", width, load),
+                    _loop("i1", rows, zero),
+                    _loop("h1", width, dot),
+                    _loop("i3", rows, softmax),
+                    _loop("j6", cols, accumulate),
+                )
 
             # a whole tile gets loops of constant extent (no vector remainders)
             whole = as_expr(keys - s0) >= as_expr(TILE_S)
