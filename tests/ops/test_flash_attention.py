@@ -131,3 +131,18 @@ def test_annotated_rule_applies_the_loop_kinds_and_ignores_other_kernels():
     assert "cpu_kind" not in scheduled
     softmax = get("softmax").lower([q], get("softmax").Attrs(axes=(2,)), q)
     assert annotated_rule(softmax) is None
+
+
+@pytest.mark.parametrize(("t", "heads"), [(0, 2), (3, 0), (0, 0)])
+def test_static_empty_queries_build_and_zero_heads_are_refused(t, heads):
+    """A task index divides by the number of query tiles and heads: 0 of them builds."""
+    q = relax.Tensor((1, t, heads, 2), "float32")
+    kv = relax.Tensor((1, 4, heads, 2), "float32")
+    fn = relax.jit(lambda q, k, v: rnn.dot_product_attention(q, k, v))
+    if heads == 0:
+        with pytest.raises(relax.ShapeError, match="multiple of"):
+            fn.trace(q, kv, kv)
+        return
+    x, y = np.zeros((1, t, heads, 2), np.float32), np.ones((1, 4, heads, 2), np.float32)
+    (out,) = build_executable(fn.trace(q, kv, kv))(x, y, y)
+    assert out.shape == x.shape

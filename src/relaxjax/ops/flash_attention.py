@@ -87,6 +87,12 @@ def _scale(attrs, width: Dim, logit: str) -> PrimExpr:
     return convert(1.0 / tir.sqrt(convert(as_expr(width), "float64")), logit)
 
 
+def _divisor(dim: Dim) -> Dim:
+    """``dim`` as the divisor of a task index: a constant 0 means no task runs (any
+    divisor will do, and arith refuses a division by 0)."""
+    return 1 if isinstance(dim, int) and dim == 0 else dim
+
+
 def _ceil_div(a: Dim, b: int) -> Dim:
     return arith.floordiv(a + (b - 1), b)
 
@@ -129,9 +135,9 @@ def flash_attention_kernel(
         return tensor[tuple(indices[4 - tensor.ndim :])]
 
     def task_body(task: arith.Sym) -> Stmt:
-        b = arith.floordiv(task, heads * q_tiles)
-        n = arith.mod(arith.floordiv(task, q_tiles), heads)
-        t0 = arith.mod(task, q_tiles) * TILE_Q
+        b = arith.floordiv(task, _divisor(heads * q_tiles))
+        n = arith.mod(arith.floordiv(task, _divisor(q_tiles)), _divisor(heads))
+        t0 = arith.mod(task, _divisor(q_tiles)) * TILE_Q
         rows = arith.min_(TILE_Q, target - t0)
         kv = arith.floordiv(n, groups) if groups != 1 else n
         keys = arith.min_(source, t0 + rows) if skip else source
