@@ -328,12 +328,15 @@ def check_lowering(
     *,
     seed: int = 0,
     data: Callable | None = None,
+    precision: str | None = None,
 ) -> bool:
     """Lower the op for symbolic ``operands``, run the kernel with the reference
     interpreter at symbol values ``env`` and compare with the numpy reference.
 
     ``data(rng, shape, dtype, position)`` makes the input arrays (default: uniform in
-    [-3, 3)). Returns False (checking nothing) when the program is invalid at ``env``.
+    [-3, 3)); ``precision`` names a narrower dtype that bounds the result's accuracy
+    (see :func:`assert_close`). Returns False (checking nothing) when the program is
+    invalid at ``env``.
     """
     from relaxjax.tir import interpreter
 
@@ -357,7 +360,8 @@ def check_lowering(
     scalars = {s.name: env[s.name] for s in kernel.scalar_params}
     inputs = [kernel_input(o, v) for o, v in zip(operands, values)]
     interpreter.run(kernel, *inputs, out, **scalars)
-    assert_close(out, expected, f"lowered {op_name}{tuple(operands)} attrs={attrs} env={env}")
+    what = f"lowered {op_name}{tuple(operands)} attrs={attrs} env={env}"
+    assert_close(out, expected, what, precision)
     return True
 
 

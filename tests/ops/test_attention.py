@@ -196,7 +196,15 @@ def test_fully_masked_rows_and_float64_match_jax():
 def test_attention_lowering_matches_reference(case, env):
     operands, attrs = case
     if deduce("dot_product_attention", operands, attrs).error is None:
-        check_lowering("dot_product_attention", operands, attrs, env)
+        check_lowering(
+            "dot_product_attention", operands, attrs, env, precision=_precision(operands)
+        )
+
+
+def _precision(operands) -> str | None:
+    """The softmax runs in float32 whatever the dtype (jax's semantics) and the fused
+    kernel normalises it at the end: float64 attention is float32-accurate."""
+    return "float32" if operands[0].dtype == "float64" else None
 
 
 @settings(max_examples=15)
@@ -204,7 +212,9 @@ def test_attention_lowering_matches_reference(case, env):
 def test_attention_lowering_with_empty_axes_matches_reference(case, env):
     operands, attrs = case
     if deduce("dot_product_attention", operands, attrs).error is None:
-        check_lowering("dot_product_attention", operands, attrs, env)
+        check_lowering(
+            "dot_product_attention", operands, attrs, env, precision=_precision(operands)
+        )
 
 
 def test_attention_kernel_is_shape_generic():

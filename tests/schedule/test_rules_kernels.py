@@ -242,17 +242,22 @@ def test_reduction_rule_runs_a_norm_row_by_row_with_partial_sums():
     scheduled = reduction_rule(func)
     text = str(scheduled)
     assert "for i_2 in parallel(n):" in text
-    assert 'with allocate((1, 32), "float32", scope="local") as s_rf_local:' in text
-    assert "for r1_1 in vectorized(32):" in text or "vectorized(32)" in text
+    # 32 partial sums (4 vectors of 8 lanes), two vector steps of the 64 columns, no tail
+    assert 'with allocate((32,), "float32", scope="local") as s_local_part:' in text
+    assert "for ax_v_r1_o in range(2):" in text and "for ax_v_r1_v_1 in vectorized(32):" in text
+    assert "range(64, 64)" not in text
     assert 'allocate((1,), "float32", scope="local")' in text  # per-row statistics
     assert_equivalent(func, scheduled, [{"n": 0}, {"n": 1}, {"n": 5}], rtol=1e-4)
 
 
-def test_reduction_rule_keeps_a_symbolic_reduction_serial_but_correct():
+def test_reduction_rule_vectorises_a_symbolic_reduction_with_a_tail():
     func = layer_norm(K)
     scheduled = reduction_rule(func)
-    assert "_rf" not in str(scheduled)
-    assert_equivalent(func, scheduled, [{"n": 3, "k": 0}, {"n": 2, "k": 37}], rtol=1e-4)
+    text = str(scheduled)
+    assert "for ax_v_r1_o in range(k // 32):" in text
+    assert "for ax_v_r1 in range((k // 32) * 32, k):" in text  # the tail, serial
+    params = [{"n": 3, "k": 0}, {"n": 2, "k": 1}, {"n": 2, "k": 37}, {"n": 1, "k": 64}]
+    assert_equivalent(func, scheduled, params, rtol=1e-4)
 
 
 def test_reduction_rule_vectorises_the_kept_axis_of_a_column_sum():
@@ -265,6 +270,34 @@ def test_reduction_rule_vectorises_the_kept_axis_of_a_column_sum():
     assert "for r in range(n):" in text and "for j in vectorized(m):" in text
     assert text.index("for r in range(n):") < text.index("for j in vectorized(m):")
     assert_equivalent(func, scheduled, [{"n": 0, "m": 3}, {"n": 4, "m": 5}], rtol=1e-4)
+
+
+@pytest.mark.parametrize("lead", [1, 3, B])
+def test_reduction_rule_runs_rows_of_a_rank_3_norm_in_parallel(lead):
+    """Rows over two axes (``(1, n, 64)``, the layout of a transformer's activations)
+    are fused into one parallel loop: the per-row partial sums sit in buffers indexed
+    ``[f // n, f % n]``, which the dependence test must see as one element per row."""
+    x = te.placeholder((lead, N, 64), "float32", "x")
+    r1, r2 = te.reduce_axis(64, "r1"), te.reduce_axis(64, "r2")
+    s = te.compute((lead, N), lambda b, i: te.sum(x[b, i, r1], axis=r1), name="s")
+    q = te.compute(
+        (lead, N),
+        lambda b, i: te.sum(
+            (x[b, i, r2] - s[b, i] / 64.0) * (x[b, i, r2] - s[b, i] / 64.0), axis=r2
+        ),
+        name="q",
+    )
+    y = te.compute(
+        (lead, N, 64),
+        lambda b, i, j: (x[b, i, j] - s[b, i] / 64.0) * tir.rsqrt(q[b, i] / 64.0 + 1e-5),
+        name="y",
+    )
+    func = te.create_prim_func([x, y], name="norm3")
+    scheduled = reduction_rule(func)
+    text = str(scheduled)
+    assert " in parallel(" in text and " in vectorized(32)" in text, text
+    envs = [{"n": 0, "b": 2}, {"n": 1, "b": 1}, {"n": 5, "b": 2}, {"n": 3, "b": 0}]
+    assert_equivalent(func, scheduled, envs, rtol=1e-4)
 
 
 @settings(max_examples=10, deadline=None)
@@ -281,7 +314,7 @@ def test_default_schedule_records_the_rule_and_is_idempotent():
     scheduled = default_schedule(matmul())
     assert dict(scheduled.attrs)[RULE_ATTR] == "matmul" and is_scheduled(scheduled)
     assert default_schedule(scheduled) is scheduled
-    assert [name for name, _ in CPU_RULES] == ["matmul", "reduction", "injective"]
+    assert [name for name, _ in CPU_RULES] == ["annotated", "matmul", "reduction", "injective"]
 
 
 def test_default_schedule_falls_back_to_the_kernel_as_it_was():

@@ -33,7 +33,15 @@ from relaxjax.ops.base import (
     require_one_or,
     tensor_args,
 )
-from relaxjax.ops.kernel import KernelDims, broadcast_indices, convert, index_dims, placeholders
+from relaxjax.ops.flash_attention import flash_attention_kernel
+from relaxjax.ops.kernel import (
+    KernelDims,
+    as_tensor_info,
+    broadcast_indices,
+    convert,
+    index_dims,
+    placeholders,
+)
 from relaxjax.ops.reduction import accumulator_dtype, nonempty_stage, when_nonempty
 from relaxjax.tir import PrimExpr, PrimFunc, te
 from relaxjax.tir.expr import as_expr
@@ -152,11 +160,12 @@ class DotProductAttention(Op):
                     require_one_or(ctx, dim, want, message)
 
     def lower(self, arg_infos: Sequence[StructInfo], attrs, out_info: StructInfo) -> PrimFunc:
-        """See :func:`attention_kernel`."""
+        """The fused kernel of :mod:`relaxjax.ops.flash_attention` (no ``(T, S)`` tensor)."""
         names = ["query", "key", "value"]
         names += ["bias"] if attrs.has_bias else []
         names += ["mask"] if attrs.has_mask else []
-        return attention_kernel(names, arg_infos, attrs)
+        logit = logits_dtype(as_tensor_info(arg_infos[1]).dtype)
+        return flash_attention_kernel(names, arg_infos, attrs, logit, _large_negative(logit))
 
     def reference(self, *arrays: object, attrs=None) -> np.ndarray:
         attrs = AttentionAttrs() if attrs is None else attrs

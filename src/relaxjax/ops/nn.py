@@ -189,7 +189,9 @@ class SoftmaxLike(Op):
     def lower(
         self, arg_infos: Sequence[StructInfo], attrs: object, out_info: StructInfo
     ) -> PrimFunc:
-        """Three stages: the max over the axes, the sum of ``exp(x - max)``, the result.
+        """Three stages: the max over the axes, the sum of ``exp(x - max)``, the result;
+        a softmax computes ``exp(x - max)`` once, as a fourth stage the sum and the
+        result read (the schedule rules keep it as a row buffer).
 
         Half precisions accumulate in float32.
         """
@@ -207,17 +209,27 @@ class SoftmaxLike(Op):
         def shifted(i: Sequence[object]) -> PrimExpr:
             return value(i) - peak[rows.kept(i)]
 
-        total = rows.reduce(te.sum, lambda i: tir.exp(shifted(i)), f"{self.name}_sum")
+        stage = None
+        if self.exp_stage:
+            stage = te.compute(x.shape, lambda *i: tir.exp(shifted(i)), name=f"{self.name}_exp")
+
+        def exps(i: Sequence[object]) -> PrimExpr:
+            return tir.exp(shifted(i)) if stage is None else stage[tuple(i)]
+
+        total = rows.reduce(te.sum, exps, f"{self.name}_sum")
 
         def body(*i: object) -> PrimExpr:
-            return convert(self.finish(shifted(i), total[rows.kept(i)]), out_dtype)
+            return convert(self.finish(shifted(i), exps(i), total[rows.kept(i)]), out_dtype)
 
         out = te.compute(x.shape, body, name=self.name)
         return te.create_prim_func([x, out], name=self.name)
 
+    #: Whether ``exp(x - max)`` is a stage of its own (read by the sum and the result).
+    exp_stage = False
+
     @abstractmethod
-    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
-        """The result from ``x - max`` and ``sum(exp(x - max))``."""
+    def finish(self, shifted: PrimExpr, exps: PrimExpr, total: PrimExpr) -> PrimExpr:
+        """The result from ``x - max``, ``exp(x - max)`` and ``sum(exp(x - max))``."""
 
 
 @register
@@ -230,8 +242,10 @@ class Softmax(SoftmaxLike):
         exps = np.exp(shifted)
         return exps / np.sum(exps, axis=axes, keepdims=True)
 
-    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
-        return tir.exp(shifted) / total
+    exp_stage = True
+
+    def finish(self, shifted: PrimExpr, exps: PrimExpr, total: PrimExpr) -> PrimExpr:
+        return exps / total
 
 
 @register
@@ -243,7 +257,7 @@ class LogSoftmax(SoftmaxLike):
     def normalize(self, shifted: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
 
-    def finish(self, shifted: PrimExpr, total: PrimExpr) -> PrimExpr:
+    def finish(self, shifted: PrimExpr, exps: PrimExpr, total: PrimExpr) -> PrimExpr:
         return shifted - tir.log(total)
 
 

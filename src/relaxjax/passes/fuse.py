@@ -1,56 +1,51 @@
-"""Op fusion: chains of kernel calls become one kernel that touches each tensor once.
+"""Op fusion: groups of kernel calls become one kernel that touches each tensor once.
 
-Run after :func:`~relaxjax.passes.legalize`. Within a dataflow block, a ``call_tir``
-joins the group of the call that produces one of its operands when that operand has
-no other use, the two kernels are both spatial (elementwise, broadcast, injective)
-or one of them is a reduction (a norm, a softmax, a row sum) with spatial stages
-before or after it — never two reductions, never a matrix product or a kernel the
-rules cannot read. ``gelu(layer_norm(x, g, b) * g + b)``::
+Run after :func:`~relaxjax.passes.legalize`. Within a dataflow block, calls are
+grouped by :func:`~relaxjax.passes.fuse_groups.fusion_groups` (Relax's FuseOps, with
+the kernels' own loop nests as the analysis): an elementwise chain or DAG, or a *row
+kernel* — reductions over the same rows with the elementwise stages before, between
+and after them — never a matrix product or a kernel the rules cannot read.
+``gelu(layer_norm(x, g, b) * g + b)``::
 
     lv0 = call_tir(mod.layer_norm, (x, g, b), ...)
     lv1 = call_tir(mod.multiply, (lv0, g), ...)      lv3 = call_tir(
     lv2 = call_tir(mod.add, (lv1, b), ...)      ->       mod.fused_layer_norm_multiply_add_gelu,
     lv3 = call_tir(mod.gelu, (lv2,), ...)                (x, g, b), ...)
 
-The group's kernel is built by :func:`relaxjax.schedule.rules.merge.merge_kernels`,
-which inlines the intermediates (each stays a buffer of the kernel when it cannot
-be inlined, which is still correct). The fused call keeps every run-time check of
-the calls it replaces. Calls whose result shape is only known at run time
-(``LegalizedAttrs``) are left alone. Kernels no longer called are dropped.
+and a layer norm written out (``mean``, ``subtract``, ``square``, ``mean``, ``add``,
+``rsqrt``, ``multiply``) is one kernel too. The group's kernel is built by
+:func:`relaxjax.schedule.rules.merge.merge_kernels` (FuseTIR), which inlines the
+intermediates one stage reads; the schedule rules decide for the others (computed
+once per row into a row buffer, or recomputed per element). The fused call keeps
+every run-time check of the calls it replaces. Calls whose result shape is only
+known at run time (``LegalizedAttrs``) are left alone. Kernels no longer called are
+dropped.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from relaxjax import arith
 from relaxjax.errors import RelaxError
 from relaxjax.ir import (
     CALL_TIR,
     Binding,
     Call,
     CallTIRAttrs,
-    Constant,
     DataflowBlock,
     Expr,
-    Function,
     GlobalVar,
     IRModule,
     PrimInfo,
-    PrimValue,
     ShapeExpr,
-    TensorInfo,
     Tuple,
     Var,
 )
 from relaxjax.passes.dce import eliminate_dead_code
+from relaxjax.passes.fuse_groups import Group, as_fusable, fusion_groups, kernel_kind
 from relaxjax.passes.kernels import kernel_key
-from relaxjax.passes.legalize import LegalizedAttrs
-from relaxjax.passes.walk import called_kernels, rebuild_function, used_vars
+from relaxjax.passes.walk import called_kernels, rebuild_function, var_uses
 from relaxjax.schedule.rules.merge import Stage, merge_kernels
-from relaxjax.schedule.rules.patterns import match_matmul, simple_nests
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.function import PrimFunc
 
@@ -58,126 +53,6 @@ __all__ = ["fuse_ops", "kernel_kind"]
 
 #: The longest fused kernel name (the op names of the group, joined).
 _MAX_NAME = 60
-
-
-def kernel_kind(kernel: object) -> str | None:
-    """``"spatial"`` or ``"reduction"`` for a kernel fusion can merge, else None."""
-    if not isinstance(kernel, PrimFunc) or kernel.num_outputs != 1:
-        return None
-    nests = simple_nests(kernel)
-    if not nests or match_matmul(kernel) is not None:
-        return None
-    return "reduction" if any(n.is_reduction for n in nests) else "spatial"
-
-
-@dataclass
-class _Call:
-    """A fusable ``call_tir`` binding."""
-
-    position: int
-    binding: Binding
-    kernel: PrimFunc
-    kind: str
-    operands: tuple[Expr, ...]
-    tir_vars: tuple[arith.Dim, ...]
-
-
-@dataclass
-class _Group:
-    members: list[_Call] = field(default_factory=list)
-
-    @property
-    def output(self) -> Var:
-        return self.members[-1].binding.var
-
-    @property
-    def has_reduction(self) -> bool:
-        return any(m.kind == "reduction" for m in self.members)
-
-
-def _as_call(position: int, binding: Binding, mod: IRModule) -> _Call | None:
-    call = binding.value
-    if not isinstance(binding, Binding) or not isinstance(call, Call) or call.op is not CALL_TIR:
-        return None
-    if isinstance(call.attrs, LegalizedAttrs) or not isinstance(call.info, TensorInfo):
-        return None
-    if call.info.shape is None or not isinstance(call.args[0], GlobalVar):
-        return None
-    if not isinstance(call.args[1], Tuple):
-        return None
-    kernel = mod.functions.get(call.args[0].name)
-    kind = kernel_kind(kernel)
-    if kind is None:
-        return None
-    operands = tuple(call.args[1].fields)
-    if not all(_is_operand(o) for o in operands):
-        return None
-    tir_vars: tuple[arith.Dim, ...] = ()
-    if len(call.args) > 2:
-        if not isinstance(call.args[2], ShapeExpr):
-            return None
-        tir_vars = tuple(call.args[2].values)
-    return _Call(position, binding, kernel, kind, operands, tir_vars)
-
-
-def _is_operand(expr: Expr) -> bool:
-    if isinstance(expr, (Var, Constant)):
-        info = expr.info
-        return (isinstance(info, TensorInfo) and info.shape is not None) or isinstance(
-            info, PrimInfo
-        )
-    return isinstance(expr, PrimValue)
-
-
-def _same_shape(a: Expr, b: Expr) -> bool:
-    sa, sb = a.info.shape, b.info.shape  # type: ignore[union-attr]
-    return len(sa) == len(sb) and all(arith.prove_equal(x, y) for x, y in zip(sa, sb))
-
-
-def _can_join(group: _Group, call: _Call, producer: _Call) -> bool:
-    """A reduction joins spatial stages (its prologue); a spatial stage joins when it
-    keeps its producer's shape (an epilogue, or the next link of a chain)."""
-    if call.kind == "reduction":
-        return not group.has_reduction
-    return _same_shape(call.binding.var, producer.binding.var)
-
-
-def _groups(calls: Sequence[_Call], uses: Counter) -> list[_Group]:
-    """Greedy chains: a call joins the group whose output it alone consumes."""
-    open_groups: dict[Var, _Group] = {}
-    groups: list[_Group] = []
-    for call in calls:
-        joined = None
-        for operand in call.operands:
-            group = open_groups.get(operand) if isinstance(operand, Var) else None
-            if group is None or uses[operand] != 1:
-                continue
-            if _can_join(group, call, group.members[-1]):
-                joined = group
-                break
-        if joined is None:
-            joined = _Group()
-            groups.append(joined)
-        else:
-            del open_groups[joined.output]
-        joined.members.append(call)
-        open_groups[call.binding.var] = joined
-    return [g for g in groups if len(g.members) > 1]
-
-
-def _symbols_of(call: _Call) -> dict[str, arith.Dim]:
-    """The call's kernel symbols as graph dims (from operand shapes and tir_vars)."""
-    kernel = call.kernel
-    infos = [o.info for o in call.operands] + [call.binding.var.info]
-    values: dict[str, arith.Dim] = {}
-    for source in kernel.symbol_sources():
-        if source.scalar is not None:
-            values[source.sym.name] = call.tir_vars[source.scalar]
-            continue
-        info = infos[source.param]
-        shape = info.shape if isinstance(info, TensorInfo) else ()
-        values[source.sym.name] = shape[source.axis]
-    return values
 
 
 def _input_buffer(operand: Expr, name: str) -> Buffer:
@@ -196,7 +71,7 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _fused_call(group: _Group, mod: IRModule, names: dict) -> tuple[Binding, PrimFunc, str]:
+def _fused_call(group: Group, mod: IRModule, names: dict) -> tuple[Binding, PrimFunc, str]:
     """The binding replacing ``group``, its kernel and the kernel's name."""
     inputs: list[Expr] = []
     param_names: list[str] = []
@@ -218,7 +93,7 @@ def _fused_call(group: _Group, mod: IRModule, names: dict) -> tuple[Binding, Pri
                 # the fused kernels of identical layers are identical and stored once.
                 param_names.append(_unique(param.name, taken))
             sources.append(("input", index_of[key]))
-        stages.append(Stage(member.kernel, _symbols_of(member), tuple(sources)))
+        stages.append(Stage(member.kernel, member.symbols(), tuple(sources)))
     buffers = [_input_buffer(o, name) for o, name in zip(inputs, param_names)]
     stem = "fused_" + "_".join(m.kernel.name for m in group.members)
     kernel, scalars = merge_kernels(stem[:_MAX_NAME], buffers, stages)
@@ -247,9 +122,9 @@ def _kernel_name(kernel: PrimFunc, stem: str, mod: IRModule, names: dict) -> str
 
 
 def _fuse_block(bindings, mod: IRModule, uses: Counter, names: dict, new_kernels: dict):
-    calls = [c for i, b in enumerate(bindings) if (c := _as_call(i, b, mod)) is not None]
+    calls = [c for i, b in enumerate(bindings) if (c := as_fusable(i, b, mod)) is not None]
     result = list(bindings)
-    for group in _groups(calls, uses):
+    for group in fusion_groups(calls, uses):
         try:
             binding, kernel, name = _fused_call(group, mod, names)
         except RelaxError:
@@ -261,15 +136,6 @@ def _fuse_block(bindings, mod: IRModule, uses: Counter, names: dict, new_kernels
     return [b for b in result if b is not None]
 
 
-def _uses(function: Function) -> Counter:
-    counts: Counter = Counter()
-    for block in function.body.blocks:
-        for binding in block.bindings:
-            counts.update(used_vars(binding.value))
-    counts.update(used_vars(function.body.body))
-    return counts
-
-
 def fuse_ops(mod: IRModule) -> IRModule:
     """``mod`` with fusable chains of kernel calls merged (see the module doc)."""
     names = {kernel_key(k): n for n, k in mod.kernels().items()}
@@ -277,7 +143,7 @@ def fuse_ops(mod: IRModule) -> IRModule:
     items: dict[str, object] = dict(mod.functions)
     changed = False
     for fname, function in mod.graph_functions().items():
-        uses = _uses(function)
+        uses = var_uses(function)
         blocks = []
         for block in function.body.blocks:
             if isinstance(block, DataflowBlock):

@@ -3,12 +3,13 @@
 ``default_pipeline(target)`` lowers a traced module to kernels::
 
     eliminate_dead_code   drop unused bindings before lowering them
+    fuse_attention        hand-written causal attention -> the fused dot_product_attention op
     dispatch_library      (library=True only) matmul -> call_extern of BLAS
     inplace_updates       an update of a dead, owned operand -> call_tir_inplace
     legalize              every op call -> call_tir of a shape-generic kernel
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
-    fuse_ops              chains of elementwise kernels and a norm/reduction -> one kernel
+    fuse_ops              elementwise DAGs; norms/softmax with prologue and epilogue -> one kernel
     ScheduleKernels       (llvm) every kernel scheduled by the default CPU rules
 
 ``relax.jit`` (through ``runtime.build_executable``) runs it with ``library=True``.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 from relaxjax.errors import VerifyError
 from relaxjax.ir import IRModule, verify
+from relaxjax.passes.attention import fuse_attention
 from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import dispatch_library
@@ -86,6 +88,6 @@ def default_pipeline(target: str = "llvm", verify: bool = False, library: bool =
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
-    passes = (LOWERING[0], *dispatch, *LOWERING[1:])
+    passes = (LOWERING[0], fuse_attention, *dispatch, *LOWERING[1:])
     schedule: tuple[Pass, ...] = (ScheduleKernels(target),) if target == "llvm" else ()
     return Pipeline((*passes, fuse_ops, *schedule), verify)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from relaxjax.errors import LoweringError
@@ -38,6 +39,7 @@ __all__ = [
     "reachable_functions",
     "rebuild_function",
     "used_vars",
+    "var_uses",
 ]
 
 
@@ -66,6 +68,16 @@ def used_vars(expr: Expr) -> list[Var]:
     uses = _Uses()
     uses.visit(expr)
     return uses.vars
+
+
+def var_uses(function: Function) -> Counter:
+    """How many times each variable is read in ``function`` (bindings and result)."""
+    counts: Counter = Counter()
+    for block in function.body.blocks:
+        for binding in block.bindings:
+            counts.update(used_vars(binding.value))
+    counts.update(used_vars(function.body.body))
+    return counts
 
 
 def called_kernels(function: Function) -> Iterator[str]:

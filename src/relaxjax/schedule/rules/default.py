@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from relaxjax.errors import RelaxError, ScheduleError
 from relaxjax.ir import IRModule
 from relaxjax.schedule.gpu import finish_gpu, is_finished
+from relaxjax.schedule.rules.annotated import annotated_rule
 from relaxjax.schedule.rules.approx import approximate_tanh
 from relaxjax.schedule.rules.gpu import GPU_RULES, is_gpu_target
 from relaxjax.schedule.rules.injective import injective_rule
@@ -56,6 +57,7 @@ RULE_ATTR = "schedule_rule"
 
 #: The CPU rules, most specific first, with the names recorded in ``RULE_ATTR``.
 CPU_RULES: tuple[tuple[str, Rule], ...] = (
+    ("annotated", annotated_rule),
     ("matmul", matmul_rule),
     ("reduction", reduction_rule),
     ("injective", injective_rule),

@@ -267,7 +267,8 @@ def _readers(func: PrimFunc, buffer: str) -> list[str]:
 
 
 def _inline(func: PrimFunc) -> PrimFunc:
-    """Inline the intermediates of a merged kernel where the primitives allow it."""
+    """Inline the intermediates of a merged kernel that one block reads, where the
+    primitives allow it; an intermediate several blocks read stays for the rules."""
     sch = Schedule(func)
     output = func.outputs[0].name
     progress = True
@@ -280,11 +281,13 @@ def _inline(func: PrimFunc) -> PrimFunc:
             writers = _writers(sch.func).get(buffer.name, [])
             if len(writers) != 1 or buffer.name == output:
                 continue
+            readers = _readers(sch.func, buffer.name)
+            if len(readers) != 1:
+                continue  # the rules decide: a row buffer, or recomputed per reader
             if _try(sch.compute_inline, sch.get_block(writers[0])):
                 progress = True
                 break
-            readers = _readers(sch.func, buffer.name)
-            if len(readers) == 1 and _try(sch.reverse_compute_inline, sch.get_block(readers[0])):
+            if _try(sch.reverse_compute_inline, sch.get_block(readers[0])):
                 progress = True
                 break
     return sch.func

@@ -29,9 +29,11 @@ from relaxjax.errors import ScheduleError
 from relaxjax.schedule.handles import BlockRV, LoopRV
 from relaxjax.schedule.rules.common import block_names, finish, try_stage
 from relaxjax.schedule.rules.injective import inline_intermediates
+from relaxjax.schedule.rules.partial import partial_reductions
 from relaxjax.schedule.rules.patterns import Nest, root_block, simple_nests
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.schedule.schedule import Schedule
+from relaxjax.tir.analysis import iter_blocks
 from relaxjax.tir.expr import BufferLoad
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtVisitor
@@ -201,8 +203,11 @@ def reduction_rule(func: PrimFunc, target: object = "llvm") -> PrimFunc | None:
     if not nests or not any(nest.is_reduction for nest in nests):
         return None
     params = cpu_params(target)
-    sch = Schedule(func)
     outputs = {b.name for b in func.outputs}
+    depth = row_depth(nests)
+    if depth is not None:
+        return _row_kernel(func, nests, depth, params)
+    sch = Schedule(func)
     gone = inline_intermediates(sch, nests, outputs)
     nests = tuple(n for n in nests if n.name not in gone)
     for nest in nests:
@@ -218,6 +223,81 @@ def reduction_rule(func: PrimFunc, target: object = "llvm") -> PrimFunc | None:
         for buffer in _allocated(kernel):
             kernel = try_stage(kernel, row, buffer)
     return kernel
+
+
+def row_depth(nests: tuple[Nest, ...]) -> int | None:
+    """How many leading loops are the kernel's rows, when it is a *row kernel*: every
+    nest shares those loops with the last one, and every reduction reduces only the
+    axes after them (its other kept axes have extent 1); None otherwise."""
+    depth = _row_depth(nests, len(nests[-1].loops))
+    if depth < 1:
+        return None
+    for nest in nests:
+        if not nest.is_reduction:
+            continue
+        kinds = nest.kinds()
+        kept = _spatial_prefix(nest)
+        if "spatial" in kinds[kept:] or _reduces_outer_axis(nest, kept):
+            return None
+        if any(arith.compare(lp.extent, "==", 1) is not True for lp in nest.loops[depth:kept]):
+            return None
+    return depth
+
+
+def _reduces_outer_axis(nest: Nest, kept: int) -> bool:
+    """True when the reduction walks memory across its kept axis (``sum(x, axis=0)``):
+    the kept axis, not the reduced one, is then the contiguous one."""
+    along = _contiguous_vars(nest)
+    iter_vars = nest.block.iter_vars
+    kept_contiguous = kept >= 1 and iter_vars[kept - 1].var.name in along
+    return kept_contiguous and iter_vars[-1].var.name not in along
+
+
+def _per_row(nest: Nest, depth: int) -> bool:
+    """True when the nest computes one value per row (its other loops have extent 1)."""
+    return all(arith.compare(lp.extent, "==", 1) is True for lp in nest.loops[depth:])
+
+
+def _consumers(sch: Schedule, buffer: str) -> list[str]:
+    return [
+        r.block.name
+        for r in iter_blocks(sch.func.body)
+        if r.block.iter_vars and any(region.buffer.name == buffer for region in r.block.reads)
+    ]
+
+
+def _inline_single_use(sch: Schedule, nests: tuple[Nest, ...], depth: int, outputs: set[str]):
+    """Inline the whole-row spatial stages read by one block into it; a stage read by
+    several blocks stays (computed once per row into a row buffer), and so does a stage
+    with one value per row. Returns the names of the nests left."""
+    kept = []
+    for nest in nests:
+        written = [b.name for b in nest.written()]
+        if nest.is_reduction or any(name in outputs for name in written) or _per_row(nest, depth):
+            kept.append(nest.name)
+            continue
+        if len(_consumers(sch, written[0])) == 1:
+            try:
+                sch.compute_inline(sch.get_block(nest.name))
+                continue
+            except ScheduleError:
+                pass
+        kept.append(nest.name)
+    return kept
+
+
+def _row_kernel(func: PrimFunc, nests: tuple[Nest, ...], depth: int, params) -> PrimFunc:
+    """A row kernel: every stage computed per row, rows in parallel (see the module doc)."""
+    sch = Schedule(func)
+    outputs = {b.name for b in func.outputs}
+    _inline_single_use(sch, nests, depth, outputs)
+    row = _group_rows(sch, nests[-1].name, depth)
+    _finish_blocks(sch)
+    kernel = finish(sch)
+    if row is not None:
+        for buffer in _allocated(kernel):
+            kernel = try_stage(kernel, row, buffer)
+    return partial_reductions(kernel, params.lanes)
 
 
 def _allocated(func: PrimFunc) -> list[str]:

@@ -191,6 +191,15 @@ def _runs(access: _Access) -> PrimExpr | None:
     return condition
 
 
+def _empty_when_skipped(access: _Access) -> bool:
+    """True when every loop of the access that may run no iteration indexes an axis: the
+    hull is then empty whenever the access does not run, and no read needs its data."""
+    used: set[arith.Sym] = set()
+    for index in access.indices:
+        used |= arith.free_symbols(index) if not isinstance(index, int) else set()
+    return all(arith.compare(lp.extent, ">=", 1) is True or lp.var in used for lp in access.loops)
+
+
 def _any_runs(accesses: Sequence[_Access]) -> PrimExpr | None:
     """A guard true when some access runs (None: one provably always runs)."""
     condition: PrimExpr | None = None
@@ -204,7 +213,8 @@ def _any_runs(accesses: Sequence[_Access]) -> PrimExpr | None:
 
 def _first_statement_writes_all(body: Stmt, buffer: Buffer, hull: _Hull) -> bool:
     """True when the first statement of ``body`` that touches ``buffer`` is a plain loop
-    nest storing the whole hull (every loop provably runs) without reading ``buffer``."""
+    nest storing the whole hull without reading ``buffer`` (a loop that may run no
+    iteration indexes an axis, so the hull is empty then)."""
     while isinstance(body, Allocate):
         body = body.body
     parts = body.stmts if isinstance(body, SeqStmt) else (body,)
@@ -218,7 +228,7 @@ def _first_statement_writes_all(body: Stmt, buffer: Buffer, hull: _Hull) -> bool
             stmt = stmt.body
         if not isinstance(stmt, BufferStore) or stmt.buffer != buffer:
             return False
-        if len(accesses) != 1 or not accesses[0].is_write or _runs(accesses[0]) is not None:
+        if len(accesses) != 1 or not accesses[0].is_write or not _empty_when_skipped(accesses[0]):
             return False
         return len(loops) == len(accesses[0].loops)
     return False

@@ -1,0 +1,291 @@
+"""Attention written out by hand becomes the fused ``dot_product_attention`` op.
+
+Within a dataflow block, the pattern a user writes for causal self-attention over
+``(B, N, T, H)`` heads (or ``(N, T, H)``)::
+
+    s = (q @ k.transpose(0, 1, 3, 2)) * scale          # or / scale, or no scale
+    s = where(tril(ones((T, T), bool)), s, -inf)        # or where(triu(ones, 1), -inf, s)
+    p = softmax(s, axis=-1)                             # or exp(s - max) / sum(exp(s - max))
+    y = p @ v
+
+becomes ``transpose(dot_product_attention(q', k', v', scale=scale, is_causal=True))``
+with ``q', k', v'`` the ``(B, T, N, H)`` transposes, so no ``(T, T)`` tensor is built
+(:mod:`relaxjax.ops.flash_attention`); without the ``where`` it is the non-causal op.
+The transposes are copies fusion merges with the ones around them.
+
+It applies to float32 and float16 operands (the op's softmax runs in float32: for
+float64 it would lose precision, so float64 stays as written), when the logits,
+probabilities and statistics of the pattern have no other use. Only masks proven
+causal are recognised: with a general boolean mask a row whose keys are all masked
+gives ``nan`` as written but the mean of the values in the op (jax's semantics), so
+such programs stay as written. The result equals the written program up to the order
+of the float operations. Run it before :func:`~relaxjax.passes.dispatch_library` and
+:func:`~relaxjax.passes.legalize`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from relaxjax import arith
+from relaxjax.ir import (
+    Binding,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    IRModule,
+    PrimValue,
+    TensorInfo,
+    Var,
+)
+from relaxjax.ir.builder import infer_call
+from relaxjax.ops import get
+from relaxjax.ops.attention import AttentionAttrs
+from relaxjax.passes.legalize import is_op_call
+from relaxjax.passes.walk import rebuild_function, used_vars, var_uses
+
+__all__ = ["fuse_attention"]
+
+_DTYPES = ("float32", "float16")
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    """A recognised attention: operands in the written layout, and the intermediates."""
+
+    query: Expr
+    keys_t: Expr  # (..., H, S)
+    value: Expr
+    scale: float
+    causal: bool
+    inside: tuple[Var, ...]  # the pattern's intermediate variables
+
+
+class _Block:
+    """The op calls bound in one dataflow block and every variable's uses."""
+
+    def __init__(self, bindings, uses: Counter):
+        self.calls = {
+            b.var: b.value for b in bindings if isinstance(b, Binding) and is_op_call(b.value)
+        }
+        self.uses = uses
+
+    def call(self, expr: Expr, name: str) -> Call | None:
+        value = self.calls.get(expr) if isinstance(expr, Var) else None
+        return value if value is not None and value.op.name == name else None
+
+
+def _last_axis(call: Call) -> bool:
+    rank = call.args[0].info.ndim
+    axes = getattr(call.attrs, "axis", None)
+    if axes is None:
+        axes = getattr(call.attrs, "axes", None)
+    return axes is not None and tuple(a % rank for a in axes) == (rank - 1,)
+
+
+def _softmax_input(block: _Block, probs: Expr) -> tuple[Expr, list[Var]] | None:
+    """The logits ``s`` of ``softmax(s, -1)`` written as the op or by hand."""
+    op = block.call(probs, "softmax")
+    if op is not None and _last_axis(op):
+        return op.args[0], [probs]
+    divide = block.call(probs, "divide")
+    if divide is None:
+        return None
+    exps, total = divide.args
+    summed = block.call(total, "sum")
+    exp = block.call(exps, "exp")
+    if summed is None or exp is None or summed.args[0] is not exps or not _last_axis(summed):
+        return None
+    if not summed.attrs.keepdims or summed.attrs.dtype is not None:
+        return None
+    shifted = block.call(exp.args[0], "subtract")
+    if shifted is None:
+        return None
+    logits, peak = shifted.args
+    top = block.call(peak, "max")
+    if top is None or top.args[0] is not logits or not _last_axis(top) or not top.attrs.keepdims:
+        return None
+    return logits, [probs, exps, total, exp.args[0], peak]
+
+
+def _constant(expr: Expr) -> float | None:
+    if isinstance(expr, PrimValue) and isinstance(expr.value, (int, float)):
+        return float(expr.value)
+    return None
+
+
+def _ones(block: _Block, expr: Expr, size: arith.Dim) -> bool:
+    ones = block.call(expr, "ones")
+    return (
+        ones is not None
+        and len(ones.attrs.shape) == 2
+        and all(arith.prove_equal(d, size) for d in ones.attrs.shape)
+    )
+
+
+def _causal_mask(block: _Block, where: Call, size: arith.Dim) -> tuple[Expr, bool] | None:
+    """``(logits, True)`` for ``where(tril(ones), s, -inf)``/``where(triu(ones, 1), -inf, s)``."""
+    condition, a, b = where.args
+    for triangle, k, kept, dropped in (("tril", 0, a, b), ("triu", 1, b, a)):
+        call = block.call(condition, triangle)
+        if call is None or call.attrs.k != k or not _ones(block, call.args[0], size):
+            continue
+        if _constant(dropped) == -math.inf:
+            return kept, True
+    return None
+
+
+def _same_shape(a: Expr, b: Expr) -> bool:
+    sa, sb = a.info.shape, b.info.shape
+    return len(sa) == len(sb) and all(arith.prove_equal(x, y) for x, y in zip(sa, sb))
+
+
+def _scaled(block: _Block, logits: Expr) -> tuple[Expr, float, list[Var]]:
+    for name in ("multiply", "divide"):
+        call = block.call(logits, name)
+        if call is None:
+            continue
+        x, y = call.args
+        factor = _constant(y)
+        if factor is None and name == "multiply":
+            x, y = y, x
+            factor = _constant(y)
+        if factor is not None and factor != 0:
+            return x, (factor if name == "multiply" else 1.0 / factor), [logits]
+    return logits, 1.0, []
+
+
+def _match(block: _Block, product: Call) -> _Match | None:
+    probs, value = product.args
+    found = _softmax_input(block, probs)
+    if found is None:
+        return None
+    logits, inside = found
+    causal = False
+    where = block.call(logits, "where")
+    if where is not None:
+        size = logits.info.shape[-1] if logits.info.shape else None
+        masked = _causal_mask(block, where, size) if size is not None else None
+        if masked is None or not _same_shape(masked[0], logits):
+            return None  # a mask that is not causal, or one broadcasting the logits
+        inside.append(logits)
+        logits, causal = masked
+    scores, scale, scaled = _scaled(block, logits)
+    inside += scaled
+    matmul = block.call(scores, "matmul")
+    if matmul is None:
+        return None
+    inside.append(scores)
+    query, keys_t = matmul.args
+    match = _Match(query, keys_t, value, scale, causal, tuple(inside))
+    return match if _operands_fit(match) and _private(block, match, product) else None
+
+
+def _operands_fit(match: _Match) -> bool:
+    infos = [e.info for e in (match.query, match.keys_t, match.value)]
+    if not all(isinstance(i, TensorInfo) and i.shape is not None for i in infos):
+        return False
+    query, keys_t, value = (i.shape for i in infos)
+    if len({len(query), len(keys_t), len(value)}) != 1 or len(query) not in (3, 4):
+        return False
+    if len({i.dtype for i in infos}) != 1 or infos[0].dtype not in _DTYPES:
+        return False
+    same = arith.prove_equal
+    lead = len(query) - 2
+    if not all(same(a, b) and same(a, c) for a, b, c in zip(query[:lead], keys_t, value)):
+        return False  # heads and batch equal (no broadcasting between them)
+    width, source = keys_t[-2:]
+    return same(query[-1], width) and same(value[-2], source) and same(value[-1], width)
+
+
+def _private(block: _Block, match: _Match, product: Call) -> bool:
+    """Every intermediate is used only inside the pattern."""
+    inside: Counter = Counter(used_vars(product))
+    for var in match.inside:
+        inside.update(used_vars(block.calls[var]))
+    return all(block.uses[var] == inside[var] for var in match.inside)
+
+
+def _axes(rank: int, keys: bool) -> tuple[int, ...]:
+    """``(B, N, T, H) -> (B, T, N, H)``; the transposed keys ``(B, N, H, S) -> (B, S, N, H)``."""
+    if rank == 4:
+        return (0, 3, 1, 2) if keys else (0, 2, 1, 3)
+    return (2, 0, 1) if keys else (1, 0, 2)
+
+
+class _Emitter:
+    """New bindings (op calls on fresh dataflow variables), in order."""
+
+    def __init__(self, location):
+        self.bindings: list[Binding] = []
+        self.location = location
+
+    def call(self, name: str, args: tuple[Expr, ...], attrs, checks=()) -> tuple[Call, Var]:
+        op = get(name)
+        info, own = infer_call(op, args, attrs)
+        call = Call(op, args, attrs, info, (*own, *checks))
+        var = DataflowVar(f"attention_{name}", info)
+        return call, var
+
+    def bind(self, name: str, args: tuple[Expr, ...], attrs, checks=()) -> Var:
+        call, var = self.call(name, args, attrs, checks)
+        self.bindings.append(Binding(var, call, self.location))
+        return var
+
+
+def _rewrite(block: _Block, binding: Binding, match: _Match) -> list[Binding]:
+    """The bindings replacing the pattern's last one; the op call keeps the run-time
+    checks of the calls it replaces (a written ``max`` over no keys still raises)."""
+    emit = _Emitter(binding.location)
+    rank = len(match.query.info.shape)
+    transpose = get("transpose").Attrs
+    checks = [c for var in (binding.var, *match.inside) for c in block.calls[var].checks]
+    query = emit.bind("transpose", (match.query,), transpose(_axes(rank, False)))
+    keys = emit.bind("transpose", (match.keys_t,), transpose(_axes(rank, True)))
+    value = emit.bind("transpose", (match.value,), transpose(_axes(rank, False)))
+    attrs = AttentionAttrs(scale=match.scale, is_causal=match.causal)
+    out = emit.bind("dot_product_attention", (query, keys, value), attrs, tuple(checks))
+    back, _ = emit.call("transpose", (out,), transpose(_axes(rank, False)))
+    return [*emit.bindings, Binding(binding.var, back, binding.location)]
+
+
+def _rewrite_function(function: Function) -> Function:
+    uses = var_uses(function)
+    blocks, changed = [], False
+    for block in function.body.blocks:
+        bindings = list(block.bindings)
+        if isinstance(block, DataflowBlock):
+            calls = _Block(bindings, uses)
+            replaced: dict[Var, list[Binding]] = {}
+            dropped: set[Var] = set()
+            for binding in bindings:
+                if isinstance(binding, Binding) and calls.call(binding.var, "matmul") is not None:
+                    match = _match(calls, binding.value)
+                    if match is not None and not dropped & set(match.inside):
+                        replaced[binding.var] = _rewrite(calls, binding, match)
+                        dropped |= set(match.inside)
+            if replaced:
+                changed = True
+                bindings = [
+                    new
+                    for b in bindings
+                    if b.var not in dropped
+                    for new in replaced.get(b.var, [b])
+                ]
+        blocks.append(bindings)
+    return rebuild_function(function, blocks) if changed else function
+
+
+def fuse_attention(mod: IRModule) -> IRModule:
+    """``mod`` with hand-written attention replaced by the fused op (see the module doc);
+    the old intermediates are left for :func:`~relaxjax.passes.eliminate_dead_code`."""
+    result = mod
+    for name, function in mod.graph_functions().items():
+        rewritten = _rewrite_function(function)
+        if rewritten is not function:
+            result = result.with_function(name, rewritten)
+    return result
