@@ -267,6 +267,34 @@ def test_reduction_rule_vectorises_the_kept_axis_of_a_column_sum():
     assert_equivalent(func, scheduled, [{"n": 0, "m": 3}, {"n": 4, "m": 5}], rtol=1e-4)
 
 
+@pytest.mark.parametrize("lead", [1, 3, B])
+def test_reduction_rule_runs_rows_of_a_rank_3_norm_in_parallel(lead):
+    """Rows over two axes (``(1, n, 64)``, the layout of a transformer's activations)
+    are fused into one parallel loop: the per-row partial sums sit in buffers indexed
+    ``[f // n, f % n]``, which the dependence test must see as one element per row."""
+    x = te.placeholder((lead, N, 64), "float32", "x")
+    r1, r2 = te.reduce_axis(64, "r1"), te.reduce_axis(64, "r2")
+    s = te.compute((lead, N), lambda b, i: te.sum(x[b, i, r1], axis=r1), name="s")
+    q = te.compute(
+        (lead, N),
+        lambda b, i: te.sum(
+            (x[b, i, r2] - s[b, i] / 64.0) * (x[b, i, r2] - s[b, i] / 64.0), axis=r2
+        ),
+        name="q",
+    )
+    y = te.compute(
+        (lead, N, 64),
+        lambda b, i, j: (x[b, i, j] - s[b, i] / 64.0) * tir.rsqrt(q[b, i] / 64.0 + 1e-5),
+        name="y",
+    )
+    func = te.create_prim_func([x, y], name="norm3")
+    scheduled = reduction_rule(func)
+    text = str(scheduled)
+    assert " in parallel(" in text and " in vectorized(32)" in text, text
+    envs = [{"n": 0, "b": 2}, {"n": 1, "b": 1}, {"n": 5, "b": 2}, {"n": 3, "b": 0}]
+    assert_equivalent(func, scheduled, envs, rtol=1e-4)
+
+
 @settings(max_examples=10, deadline=None)
 @given(n=st.integers(0, 9), width=st.sampled_from([1, 7, 64, 96]))
 def test_reduction_rule_is_equivalent_for_any_row_count_and_width(n, width):

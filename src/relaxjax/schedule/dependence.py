@@ -268,6 +268,8 @@ def _cross_block(instances, var: arith.Sym) -> str | None:
                     outer = _relax_for(inst_a, var)
                     outer += tuple(r for r in _relax_for(inst_b, var) if r not in outer)
                     relax = outer + inner_a + inner_b
+                    if _determined_alike(idx_a, idx_b, var, inst_a.loops, relax):
+                        continue
                     if not any(_apart(x, y, var, relax) for x, y in zip(idx_a, idx_b)):
                         return (
                             f"blocks {inst_a.realize.block.name!r} and "
@@ -275,6 +277,27 @@ def _cross_block(instances, var: arith.Sym) -> str | None:
                             f"{buffer.name} in different iterations of loop {var.name}"
                         )
     return None
+
+
+def _determined_alike(
+    idx_a: tuple, idx_b: tuple, var: arith.Sym, loops: tuple[LoopRange, ...], relax
+) -> bool:
+    """Whether both accesses index the buffer by the same function of ``var`` alone in
+    positions that determine it (``[i // d0, i % d0, k]`` after fusing two loops):
+    different iterations of ``var`` then touch different elements."""
+    extent = next((e for v, s, e in loops if v == var and s == 0), None)
+    if extent is None:
+        return False
+    others = {v.name for v, _, _ in relax}
+    alike = [
+        x
+        for x, y in zip(idx_a, idx_b)
+        if not isinstance(x, PrimExpr)
+        and x == y
+        and _uses_any(x, {var.name})
+        and not _uses_any(x, others)
+    ]
+    return bool(alike) and determines(alike, var.name, {var.name: extent})
 
 
 def _relax_for(instance: _Instance, var: arith.Sym) -> tuple[LoopRange, ...]:
