@@ -2,12 +2,16 @@
 
 A rule is a function ``(func, target) -> PrimFunc | None`` that returns ``None`` when
 it does not apply. ``default_schedule`` tries :data:`CPU_RULES` in order and keeps the
-first result that passes validation; when none applies, or a rule fails (a
-primitive refused, or the result does not keep the kernel's signature), the
-unscheduled kernel is returned — always correct, only slower. Float32 ``tanh`` is
-replaced by a vectorisable approximation (:mod:`.approx`) either way. The chosen rule is
-recorded in the kernel's attrs as ``schedule_rule``, so ``print(kernel)`` says how a
-kernel was scheduled::
+first result that passes validation: the specific rules (matmul, reduction,
+injective), then ``fallback`` (:mod:`.fallback`: parallel outer loops and vectorised
+inner loops wherever the primitives allow, for any kernel of loop nests). When none
+applies, or every rule fails (a primitive refused, or the result does not keep the
+kernel's signature), the unscheduled kernel is returned — always correct, only
+slower. Float32 ``tanh`` is replaced by a vectorisable approximation (:mod:`.approx`)
+either way. The chosen rule is recorded in the kernel's attrs as ``schedule_rule``,
+and a kernel that is not parallel, or runs a long innermost loop in scalar code,
+says why in ``schedule_note`` (:mod:`.notes`), so ``print(kernel)`` says how a
+kernel was scheduled and where it falls short::
 
     >>> from relaxjax import arith
     >>> from relaxjax.tir import te
@@ -29,8 +33,10 @@ from dataclasses import dataclass
 from relaxjax.errors import RelaxError
 from relaxjax.ir import IRModule
 from relaxjax.schedule.rules.approx import approximate_tanh
+from relaxjax.schedule.rules.fallback import fallback_rule
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
+from relaxjax.schedule.rules.notes import NOTE_ATTR, schedule_note
 from relaxjax.schedule.rules.reduction import reduction_rule
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
@@ -55,6 +61,7 @@ CPU_RULES: tuple[tuple[str, Rule], ...] = (
     ("matmul", matmul_rule),
     ("reduction", reduction_rule),
     ("injective", injective_rule),
+    ("fallback", fallback_rule),
 )
 
 
@@ -72,15 +79,20 @@ def is_scheduled(func: PrimFunc) -> bool:
     return RULE_ATTR in dict(func.attrs)
 
 
-def _finish(func: PrimFunc, name: str, target: object) -> PrimFunc:
-    """The chosen kernel, its math made vectorisable and its rule recorded."""
+def _finish(original: PrimFunc, func: PrimFunc, name: str, target: object) -> PrimFunc:
+    """The chosen kernel, its math made vectorisable, its rule recorded and, where it
+    is not parallel or not vectorised, the reason."""
     try:
         fast_tanh = cpu_params(target).fast_tanh
     except ValueError:
         fast_tanh = False
     if fast_tanh:
         func = approximate_tanh(func)
-    return func.with_attrs({**dict(func.attrs), RULE_ATTR: name})
+    attrs = {RULE_ATTR: name}
+    note = dict(original.attrs).get(NOTE_ATTR) or schedule_note(original, func, name)
+    if note is not None:
+        attrs[NOTE_ATTR] = note
+    return func.with_attrs(attrs)
 
 
 def default_schedule(
@@ -108,8 +120,8 @@ def default_schedule(
                 raise
             continue
         if scheduled is not None and _valid(func, scheduled):
-            return _finish(scheduled, name, target)
-    return _finish(func, "none", target)
+            return _finish(func, scheduled, name, target)
+    return _finish(func, func, "none", target)
 
 
 @dataclass(frozen=True, slots=True)
