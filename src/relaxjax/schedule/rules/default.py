@@ -7,11 +7,11 @@ injective), then ``fallback`` (:mod:`.fallback`: parallel outer loops and vector
 inner loops wherever the primitives allow, for any kernel of loop nests). When none
 applies, or every rule fails (a primitive refused, or the result does not keep the
 kernel's signature), the unscheduled kernel is returned — always correct, only
-slower. Float32 ``tanh`` is replaced by a vectorisable approximation (:mod:`.approx`)
-either way. The chosen rule is recorded in the kernel's attrs as ``schedule_rule``,
-and a kernel that is not parallel, or runs a long innermost loop in scalar code,
-says why in ``schedule_note`` (:mod:`.notes`), so ``print(kernel)`` says how a
-kernel was scheduled and where it falls short::
+slower. Float32 ``tanh`` and ``erf`` are replaced by vectorisable approximations
+(:mod:`.approx`, :mod:`.erf`) either way. The chosen rule is recorded in the kernel's
+attrs as ``schedule_rule``, and a kernel that is not parallel, or runs a long
+innermost loop in scalar code, says why in ``schedule_note`` (:mod:`.notes`), so
+``print(kernel)`` says how a kernel was scheduled and where it falls short::
 
     >>> from relaxjax import arith
     >>> from relaxjax.tir import te
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from relaxjax.errors import RelaxError
 from relaxjax.ir import IRModule
 from relaxjax.schedule.rules.approx import approximate_tanh
+from relaxjax.schedule.rules.erf import approximate_erf
 from relaxjax.schedule.rules.fallback import fallback_rule
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
@@ -83,11 +84,13 @@ def _finish(original: PrimFunc, func: PrimFunc, name: str, target: object) -> Pr
     """The chosen kernel, its math made vectorisable, its rule recorded and, where it
     is not parallel or not vectorised, the reason."""
     try:
-        fast_tanh = cpu_params(target).fast_tanh
+        params = cpu_params(target)
     except ValueError:
-        fast_tanh = False
-    if fast_tanh:
+        params = None
+    if params is not None and params.fast_tanh:
         func = approximate_tanh(func)
+    if params is not None and params.fast_erf:
+        func = approximate_erf(func)
     attrs = {RULE_ATTR: name}
     note = dict(original.attrs).get(NOTE_ATTR) or schedule_note(original, func, name)
     if note is not None:
