@@ -124,3 +124,28 @@ def test_the_note_survives_printing():
     func = _total()
     text = str(default_schedule(func))
     assert "schedule_note" in text and "a reduction to one value" in text
+
+
+def test_a_strided_reduction_takes_the_fallback_when_it_is_strictly_better():
+    """The column sum of the ``sum`` op: the reduction rule leaves its reduction strided
+    and scalar; the fallback's schedule is parallel and vectorised, so it wins."""
+    import relaxjax as relax
+    import relaxjax.numpy as rnp
+    from relaxjax.schedule.rules import CPU_RULES
+
+    spec = relax.Tensor(("n", 64), "float32")
+    (func,) = relax.jit(lambda x: rnp.sum(x, axis=0)).lower(spec).kernels().values()
+    without = default_schedule(func, rules=CPU_RULES[:3])
+    assert dict(without.attrs)[RULE_ATTR] == "reduction" and NOTE_ATTR in dict(without.attrs)
+    scheduled = default_schedule(func)
+    assert dict(scheduled.attrs)[RULE_ATTR] == "fallback", str(scheduled)
+    assert NOTE_ATTR not in dict(scheduled.attrs)
+    found = audit(scheduled)
+    assert found.parallel and found.vectorized
+    envs = [{"d0": 0}, {"d0": 1}, {"d0": 7}]
+    assert_equivalent(func, scheduled, envs, rtol=1e-4)
+
+
+def test_a_rule_whose_schedule_the_fallback_cannot_improve_is_kept():
+    total = default_schedule(_total())
+    assert dict(total.attrs)[RULE_ATTR] == "reduction"

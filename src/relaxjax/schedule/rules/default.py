@@ -7,8 +7,10 @@ injective), then ``fallback`` (:mod:`.fallback`: parallel outer loops and vector
 inner loops wherever the primitives allow, for any kernel of loop nests). When none
 applies, or every rule fails (a primitive refused, or the result does not keep the
 kernel's signature), the unscheduled kernel is returned — always correct, only
-slower. Float32 ``tanh`` and ``erf`` are replaced by vectorisable approximations
-(:mod:`.approx`, :mod:`.erf`) either way. The chosen rule is recorded in the kernel's
+slower. A specific rule's schedule that is not parallel or not vectorised gives way to
+the fallback's when that one is strictly better (``_or_fallback``). Float32 ``tanh``
+and ``erf`` are replaced by vectorisable approximations (:mod:`.approx`, :mod:`.erf`)
+either way. The chosen rule is recorded in the kernel's
 attrs as ``schedule_rule``, and a kernel that is not parallel, or runs a long
 innermost loop in scalar code, says why in ``schedule_note`` (:mod:`.notes`), so
 ``print(kernel)`` says how a kernel was scheduled and where it falls short::
@@ -37,7 +39,7 @@ from relaxjax.schedule.rules.erf import approximate_erf
 from relaxjax.schedule.rules.fallback import fallback_rule
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
-from relaxjax.schedule.rules.notes import NOTE_ATTR, schedule_note
+from relaxjax.schedule.rules.notes import NOTE_ATTR, audit, schedule_note
 from relaxjax.schedule.rules.reduction import reduction_rule
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
@@ -123,8 +125,35 @@ def default_schedule(
                 raise
             continue
         if scheduled is not None and _valid(func, scheduled):
-            return _finish(func, scheduled, name, target)
+            chosen = _finish(func, scheduled, name, target)
+            return _or_fallback(func, chosen, name, target, rules)
     return _finish(func, func, "none", target)
+
+
+def _or_fallback(
+    func: PrimFunc,
+    chosen: PrimFunc,
+    name: str,
+    target: object,
+    rules: Sequence[tuple[str, Rule]],
+) -> PrimFunc:
+    """``chosen`` (by rule ``name``), or the fallback rule's schedule when ``chosen``
+    falls short (it carries a note) and the fallback's is strictly better: parallel
+    wherever ``chosen`` is, with fewer long scalar innermost loops (a column sum the
+    reduction rule leaves strided and scalar)."""
+    fallback = dict(rules).get("fallback")
+    if fallback is None or name == "fallback" or NOTE_ATTR not in dict(chosen.attrs):
+        return chosen
+    try:
+        other = fallback(func, target)
+    except (RelaxError, ValueError, TypeError, KeyError):
+        return chosen
+    if other is None or not _valid(func, other):
+        return chosen
+    mine, theirs = audit(chosen), audit(other)
+    if (theirs.parallel or not mine.parallel) and len(theirs.scalar_loops) < len(mine.scalar_loops):
+        return _finish(func, other, "fallback", target)
+    return chosen
 
 
 @dataclass(frozen=True, slots=True)
