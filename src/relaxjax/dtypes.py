@@ -91,8 +91,9 @@ def canonical(x: object) -> str:
     """The relaxjax name of a dtype-like object.
 
     Accepts our names, numpy dtypes and scalar types, ``ml_dtypes.bfloat16``,
-    jax dtypes and the Python types ``bool``/``int``/``float`` (``int64``/``float64``
-    as under jax x64). Raises ``TypeError`` naming what was given otherwise.
+    jax dtypes, torch dtypes (``torch.float32``) and the Python types
+    ``bool``/``int``/``float`` (``int64``/``float64`` as under jax x64). Raises
+    ``TypeError`` naming what was given otherwise.
     """
     if isinstance(x, str) and x in DTYPES:
         return x
@@ -107,11 +108,21 @@ def canonical(x: object) -> str:
     try:
         name = np.dtype(x).name  # type: ignore[call-overload]
     except TypeError:
-        name = None
+        name = _foreign_name(x)
     if name not in DTYPES:
         shown = f"{x!r}" if name is None else f"{x!r} ({name})"
         raise TypeError(f"unsupported dtype {shown}; supported: {', '.join(DTYPES)}")
     return name
+
+
+def _foreign_name(x: object) -> str | None:
+    """The name of another library's dtype object that numpy does not know: torch's
+    (``torch.float32`` prints as ``"torch.float32"``), recognised without importing it."""
+    module = type(x).__module__.split(".")[0]
+    text = str(x)
+    if module == "torch" and text.startswith("torch."):
+        return text[len("torch.") :]
+    return None
 
 
 def to_numpy(name: str) -> np.dtype:

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
+from relaxjax.dlpack import exportable
 from relaxjax.ir import IRModule
 from relaxjax.passes import lower_pipeline
 from relaxjax.schedule.replace import replace_kernel
@@ -165,17 +166,21 @@ class Jitted:
             if fast_key is not None:
                 self._fast[fast_key] = entry
             args = plan.flat_args
-        executable, traced = entry
-        return _unflatten_outputs(traced, executable(*args))
+        executable, traced, bfloat16 = entry
+        outputs = executable(*args)
+        if bfloat16:  # numpy cannot export bfloat16 through DLPack: a view that can
+            outputs = tuple(map(exportable, outputs))
+        return _unflatten_outputs(traced, outputs)
 
-    def _executable(self, plan: CallPlan) -> tuple[Callable[..., object], Traced]:
-        """The executable for a planned call (compiled on first use), and its trace."""
+    def _executable(self, plan: CallPlan) -> tuple[Callable[..., object], Traced, bool]:
+        """The executable for a planned call (compiled on first use), its trace, and
+        whether it returns bfloat16 (outputs then made exportable)."""
         traced = self._trace(plan)
         executable = self._executables.get(plan.key)
         if executable is None:
             executable = self._build(traced)
             self._executables[plan.key] = executable
-        return executable, traced
+        return executable, traced, _returns_bfloat16(traced)
 
     def profile(self, *args: object, **kwargs: object) -> runtime.Profile:
         """Run once on ``args`` (as for a call), timing every kernel and library call.
@@ -190,13 +195,20 @@ class Jitted:
         if TRACE_STACK:
             raise TypeError(f"{self._name}.profile() runs the function: call it outside a trace")
         plan = self._signature.plan_call(args, kwargs)
-        executable, traced = self._executable(plan)
+        executable, traced, bfloat16 = self._executable(plan)
         profile = executable.profile(*plan.flat_args)  # type: ignore[attr-defined]
-        return profile.with_result(_unflatten_outputs(traced, profile.outputs))
+        outputs = tuple(map(exportable, profile.outputs)) if bfloat16 else profile.outputs
+        return profile.with_result(_unflatten_outputs(traced, outputs))
 
     def cache_size(self) -> int:
         """How many executables were compiled (one per distinct specialisation)."""
         return len(self._executables)
+
+
+def _returns_bfloat16(traced: Traced) -> bool:
+    """Whether some output of ``traced`` is a bfloat16 tensor."""
+    leaves, _ = pytree.flatten(traced.out_infos)
+    return any(getattr(leaf, "dtype", None) == "bfloat16" for leaf in leaves)
 
 
 def _unflatten_outputs(traced: Traced, outputs: object) -> object:
