@@ -190,12 +190,7 @@ class Jitted:
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is None:
             plan = self._signature.plan_call(args, kwargs)
-            traced = self._trace(plan)
-            executable = self._executables.get(plan.key)
-            if executable is None:
-                executable = self._build(traced)
-                self._executables[plan.key] = executable
-            entry = (executable, traced, _returns_bfloat16(traced))
+            entry = self._executable(plan)
             if fast_key is not None:
                 self._fast[fast_key] = entry
             args = plan.flat_args
@@ -204,6 +199,34 @@ class Jitted:
         if bfloat16:  # numpy cannot export bfloat16 through DLPack: a view that can
             outputs = tuple(map(exportable, outputs))
         return _unflatten_outputs(traced, outputs)
+
+    def _executable(self, plan: CallPlan) -> tuple[Callable[..., object], Traced, bool]:
+        """The executable for a planned call (compiled on first use), its trace, and
+        whether it returns bfloat16 (outputs then made exportable)."""
+        traced = self._trace(plan)
+        executable = self._executables.get(plan.key)
+        if executable is None:
+            executable = self._build(traced)
+            self._executables[plan.key] = executable
+        return executable, traced, _returns_bfloat16(traced)
+
+    def profile(self, *args: object, **kwargs: object) -> runtime.Profile:
+        """Run once on ``args`` (as for a call), timing every kernel and library call.
+
+        Returns a :class:`~relaxjax.runtime.Profile`: per kernel or library function its
+        launches, total ms, share of the call's wall time, bytes moved, GB/s and GFLOP/s,
+        the schedule rule, and ``!`` with the reason where a kernel is not parallel or
+        not vectorised; the ``(host)`` row holds the rest of the wall time. ``print`` it,
+        or show it in a notebook; ``profile.result`` is the call's result. Compiling (on
+        a first call) is not part of the timed run. See ``docs/profiling.md``.
+        """
+        if TRACE_STACK:
+            raise TypeError(f"{self._name}.profile() runs the function: call it outside a trace")
+        plan = self._signature.plan_call(args, kwargs)
+        executable, traced, bfloat16 = self._executable(plan)
+        profile = executable.profile(*plan.flat_args)  # type: ignore[attr-defined]
+        outputs = tuple(map(exportable, profile.outputs)) if bfloat16 else profile.outputs
+        return profile.with_result(_unflatten_outputs(traced, outputs))
 
     def cache_size(self) -> int:
         """How many executables were compiled (one per distinct specialisation)."""

@@ -314,7 +314,13 @@ def test_default_schedule_records_the_rule_and_is_idempotent():
     scheduled = default_schedule(matmul())
     assert dict(scheduled.attrs)[RULE_ATTR] == "matmul" and is_scheduled(scheduled)
     assert default_schedule(scheduled) is scheduled
-    assert [name for name, _ in CPU_RULES] == ["annotated", "matmul", "reduction", "injective"]
+    assert [name for name, _ in CPU_RULES] == [
+        "annotated",
+        "matmul",
+        "reduction",
+        "injective",
+        "fallback",
+    ]
 
 
 def test_default_schedule_falls_back_to_the_kernel_as_it_was():

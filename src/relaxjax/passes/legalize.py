@@ -155,6 +155,9 @@ class _Legalizer(ExprMutator):
         self.kernels: dict[str, object] = {}  # the new kernels, by name
         self.taken = set(mod.functions)
         self.counters: dict[str, int] = {}
+        # op, operand infos, attrs, result info -> (kernel, name): identical calls (the
+        # same op in every layer of a stack) are lowered once
+        self.lowered: dict[Hashable, tuple[object, str]] = {}
         self.function = ""
         self.where = ""  # the binding being legalised, for error messages
         self.location: SourceLocation | None = None
@@ -172,17 +175,32 @@ class _Legalizer(ExprMutator):
         call = super().visit_Call(call)
         if not is_op_call(call):
             return call
-        try:
-            kernel = call.op.lower(tuple(a.info for a in call.args), call.attrs, call.info)  # type: ignore[union-attr]
-        except LoweringError as err:
-            raise LoweringError(f"{self.where}: {err.message}", location=self.location) from err
-        name = self._name(kernel, call.op.name)  # type: ignore[union-attr]
+        kernel, name = self._lower(call)
         buffers = Tuple(_kernel_operands(call, kernel, self.where))
         operands: tuple[Expr, ...] = (GlobalVar(name), buffers)
         tir_vars = _tir_vars(kernel, self.where)
         if tir_vars is not None:
             operands += (tir_vars,)
         return Call(CALL_TIR, operands, _call_tir_attrs(call), call.info, call.checks)
+
+    def _lower(self, call: Call) -> tuple[object, str]:
+        """The op's kernel for this call and its name in the module (memoised)."""
+        infos = tuple(a.info for a in call.args)
+        key: Hashable = (call.op, infos, call.attrs, call.info)
+        try:
+            found = self.lowered.get(key)
+        except TypeError:  # an unhashable attribute value: lower every time
+            key, found = None, None
+        if found is not None:
+            return found
+        try:
+            kernel = call.op.lower(infos, call.attrs, call.info)  # type: ignore[union-attr]
+        except LoweringError as err:
+            raise LoweringError(f"{self.where}: {err.message}", location=self.location) from err
+        result = (kernel, self._name(kernel, call.op.name))  # type: ignore[union-attr]
+        if key is not None:
+            self.lowered[key] = result
+        return result
 
     def _name(self, kernel: object, stem: str) -> str:
         """The kernel's name in the module: an identical kernel's, else the op's name

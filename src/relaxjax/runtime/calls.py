@@ -44,6 +44,7 @@ from relaxjax.ir import (
     signature_symbols,
 )
 from relaxjax.runtime.program import CalleeCode, KernelHandle, ProgramWriter
+from relaxjax.runtime.recorder import Recorder
 from relaxjax.runtime.values import Storage, Value
 
 __all__ = ["CalleeWriter", "write_callee"]
@@ -57,8 +58,9 @@ class CalleeWriter(ProgramWriter):
         function: Function,
         kernels: Mapping[str, KernelHandle],
         callees: Mapping[str, CalleeCode] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
-        super().__init__(function, kernels, callees)
+        super().__init__(function, kernels, callees, recorder)
         self._destinations: dict[Storage, str] = {}
         self._copies: list[tuple[str, Value]] = []
 
@@ -169,6 +171,8 @@ def write_callee(
     function: Function,
     kernels: Mapping[str, KernelHandle],
     callees: Mapping[str, CalleeCode] | None = None,
+    recorder: Recorder | None = None,
 ) -> CalleeCode:
-    """The generated function of ``function`` for its callers (see the module doc)."""
-    return CalleeCode(function, CalleeWriter(function, kernels, callees).write())
+    """The generated function of ``function`` for its callers (see the module doc); with
+    a ``recorder``, its launches are timed into it (a profiling build)."""
+    return CalleeCode(function, CalleeWriter(function, kernels, callees, recorder).write())

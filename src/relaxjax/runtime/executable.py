@@ -26,6 +26,7 @@ from relaxjax.passes import default_pipeline, is_op_call
 from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
 from relaxjax.runtime.arguments import undetermined_symbols
 from relaxjax.runtime.calls import write_callee
+from relaxjax.runtime.profiling import Profile, ProfilingBuild, profile_call
 from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
 from relaxjax.tir import interpreter
 
@@ -44,7 +45,7 @@ class Executable:
     generated Python of the call path (for debugging).
     """
 
-    __slots__ = ("module", "function", "compiled", "_run", "_callees")
+    __slots__ = ("module", "function", "compiled", "_run", "_callees", "_handles", "_profiling")
 
     def __init__(
         self,
@@ -53,12 +54,15 @@ class Executable:
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
         callees: Sequence[CalleeCode] = (),
+        handles: Mapping[str, KernelHandle] | None = None,
     ) -> None:
         self.module = module
         self.function = function
         self.compiled = dict(compiled)
         self._run = run
         self._callees = tuple(callees)
+        self._handles = dict(handles or {})
+        self._profiling: ProfilingBuild | None = None
 
     def __call__(self, *args: object) -> tuple:
         return self._run(*args)
@@ -71,12 +75,23 @@ class Executable:
         compiled: Mapping[str, object],
         run: Callable[..., tuple],
         callees: Sequence[CalleeCode] = (),
+        handles: Mapping[str, KernelHandle] | None = None,
     ) -> Executable:
         """An executable whose ``__call__`` *is* ``run``: calling it costs no extra frame."""
         fast = type(cls.__name__, (cls,), {"__slots__": (), "__call__": staticmethod(run)})
         fast.__qualname__ = cls.__qualname__
         fast.__module__ = cls.__module__
-        return fast(module, function, compiled, run, callees)
+        return fast(module, function, compiled, run, callees, handles)
+
+    def profile(self, *args: object) -> Profile:
+        """Run once on the flat arguments, timing every kernel launch and library call:
+        a per-kernel :class:`~relaxjax.runtime.profiling.Profile` (its ``outputs`` are the
+        call's results). The profiling build is written on the first call."""
+        if getattr(self._run, "always_raises", False):
+            return self._run(*args)  # raises: no arguments can run this function
+        if self._profiling is None:
+            self._profiling = ProfilingBuild.write(self.function, self._handles, self._callees)
+        return profile_call(self._profiling, self.function.name, args)
 
     @property
     def source(self) -> str:
@@ -174,6 +189,7 @@ def _raising(error: ShapeError) -> Callable[..., tuple]:
         raise ShapeError(error.message)
 
     run.__source__ = f"# every call raises:\n# ShapeError: {error.message}\n"  # type: ignore[attr-defined]
+    run.always_raises = True  # type: ignore[attr-defined]
     return run
 
 
@@ -206,4 +222,4 @@ def build_executable(
     for callee in functions[:-1]:
         callees[callee.name] = write_callee(callee, handles, callees)
     run = write_program(function, handles, callees)
-    return Executable.create(mod, function, compiled, run, tuple(callees.values()))
+    return Executable.create(mod, function, compiled, run, tuple(callees.values()), handles)

@@ -15,6 +15,7 @@ import numpy as np
 from relaxjax.errors import LoweringError
 from relaxjax.ops import get
 from relaxjax.ops.decompositions import LIBRARY_OPS, library_symbol
+from relaxjax.runtime.blas import share_blas_threads
 
 __all__ = ["EXTERN_FUNCTIONS", "lookup_extern"]
 
@@ -60,11 +61,16 @@ EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {
 
 
 def lookup_extern(symbol: str, where: str) -> Callable[..., None]:
-    """The function for ``symbol``; ``LoweringError`` naming the known ones otherwise."""
+    """The function for ``symbol``; ``LoweringError`` naming the known ones otherwise.
+
+    Building a program that calls a library first puts numpy's BLAS on the runtime's
+    thread budget (:func:`~relaxjax.runtime.blas.share_blas_threads`, once per process)."""
     try:
-        return EXTERN_FUNCTIONS[symbol]
+        function = EXTERN_FUNCTIONS[symbol]
     except KeyError:
         known = ", ".join(sorted(EXTERN_FUNCTIONS))
         raise LoweringError(
             f"{where}: no external function {symbol!r} in the runtime (known: {known})"
         ) from None
+    share_blas_threads()
+    return function

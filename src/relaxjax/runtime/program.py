@@ -86,6 +86,7 @@ from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
 from relaxjax.runtime.memory import ALIGNMENT, Request, plan_memory
 from relaxjax.runtime.pool import default_pool
+from relaxjax.runtime.recorder import Recorder
 from relaxjax.runtime.shapes import (
     check_condition,
     check_error,
@@ -137,6 +138,7 @@ class _Launch:
     where: str
     extern: Callable[..., None] | None = None
     returns: tuple[str, ...] = ()
+    kind: str = "call"  # "kernel", "library" or "call" (a graph function or control flow)
 
 
 @dataclass(slots=True)
@@ -167,10 +169,12 @@ class ProgramWriter:
         function: Function,
         kernels: Mapping[str, KernelHandle],
         callees: Mapping[str, CalleeCode] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.function = function
         self.kernels = kernels
         self.callees = dict(callees or {})
+        self.recorder = recorder
         self.writer = SourceWriter()
         self.symbols = SymbolTable()
         self.values: dict[Var, object] = {}
@@ -405,7 +409,9 @@ class ProgramWriter:
             raise LoweringError(f"{where}: a library call needs a known result shape")
         shapes = [tuple(self.symbols.code(d, where) for d in leaf.shape) for leaf in leaves]
         outputs = self._new_outputs(leaves, shapes)
-        self.launches.append(_Launch(func.symbol, inputs + outputs, [], where, function))
+        self.launches.append(
+            _Launch(func.symbol, inputs + outputs, [], where, function, kind="library")
+        )
         if isinstance(call.info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(call.info, iter(outputs))
@@ -593,7 +599,7 @@ class ProgramWriter:
             else:
                 symbols.append(buffers[source.param].shape[source.axis])
         python = self.kernels[name].python
-        self.launches.append(_Launch(name, buffers, symbols, where, python))
+        self.launches.append(_Launch(name, buffers, symbols, where, python, kind="kernel"))
 
     # -- phase 3: memory ---------------------------------------------------------------------
 
@@ -699,12 +705,20 @@ class ProgramWriter:
             )
             refs.append(local)
         function = self.writer.constant(launch.extern, "extern")
+        timed = self._start_timing(launch)
         if launch.returns:
             results = "".join(f"{r}, " for r in launch.returns)
             nones = ["None"] * len(launch.returns)
             self.writer.line(f"{results}= {function}({', '.join(refs + nones + launch.symbols)})")
         else:
             self.writer.line(f"{function}({', '.join(refs + launch.symbols)})")
+        if timed is not None:
+            values = (
+                launch.symbols
+                if launch.kind == "kernel"
+                else [v.shape_code for v in launch.buffers]
+            )
+            self._stop_timing(timed, values)
 
     def _emit_launch(self, launch: _Launch) -> None:
         if launch.extern is not None:
@@ -734,9 +748,33 @@ class ProgramWriter:
             return RuntimeError(f"{where}: kernel {launch.kernel} failed with status {status}")
 
         helper = self.writer.constant(failed, "failed")
+        timed = self._start_timing(launch)
         self.writer.line(f"status = {call}({', '.join(refs + launch.symbols)})")
+        if timed is not None:
+            self._stop_timing(timed, launch.symbols)
         self.writer.line("if status:")
         self.writer.line(f"raise {helper}(status)", 2)
+
+    def _start_timing(self, launch: _Launch) -> int | None:
+        """With a recorder (a profiling build), register the launch and read the clock
+        before it; the launch's index among the recorder's sites, or None."""
+        if self.recorder is None or launch.kind == "call":
+            return None  # a called function's or loop body's own launches are timed
+        if launch.kind == "kernel":
+            site = self.recorder.kernel_site(launch.kernel, self.kernels[launch.kernel].func)
+        else:
+            site = self.recorder.library_site(
+                launch.kernel, tuple(v.info.dtype for v in launch.buffers)
+            )
+        clock = self.writer.constant(self.recorder.clock, "clock")
+        self.writer.line(f"t_start = {clock}()")
+        return site
+
+    def _stop_timing(self, site: int, values: Sequence[str]) -> None:
+        """Record the launch's time and what its cost depends on: the kernel's symbol
+        values, or a library call's buffer shapes."""
+        record = self.writer.constant(self.recorder.record, "record")  # type: ignore[union-attr]
+        self.writer.line(f"{record}({site}, t_start, ({''.join(f'{v}, ' for v in values)}))")
 
     def _emit_return(self, outputs: Sequence[Value]) -> None:
         refs = []
@@ -802,7 +840,10 @@ def write_program(
     function: Function,
     kernels: Mapping[str, KernelHandle],
     callees: Mapping[str, CalleeCode] | None = None,
+    recorder: Recorder | None = None,
 ) -> Callable[..., tuple]:
     """The generated executable function of ``function`` (see the module doc); ``callees``
-    holds the generated code of the graph functions it calls."""
-    return ProgramWriter(function, kernels, callees).write()
+    holds the generated code of the graph functions it calls. With a ``recorder``, every
+    kernel launch and library call is timed into it (a profiling build,
+    :mod:`relaxjax.runtime.profiling`)."""
+    return ProgramWriter(function, kernels, callees, recorder).write()

@@ -1,7 +1,8 @@
 """Math functions of TIR ``Call`` nodes, as LLVM intrinsics or libm calls.
 
 float32 ``exp`` (also inside ``sigmoid``, and for float16/bfloat16, which compute in
-float32) is emitted inline by :mod:`.vector_math` so that loops using it vectorise.
+float32) and float32 ``log`` are emitted inline by :mod:`.vector_math` so that loops
+using them vectorise.
 Elsewhere, where LLVM has an intrinsic that the x86 backend lowers (inline or to the libm
 function of the same name: ``llvm.exp.f32`` -> ``expf``), it is used so the
 optimiser knows its semantics; ``erf``, ``erfc``, ``log1p``, ``expm1``, ``asinh``,
@@ -30,7 +31,7 @@ from ...errors import LoweringError
 from .bits import BIT_FUNCTIONS, emit_bit_function, emit_nextafter
 from .dialect import declare, dialect_of
 from .numeric import F16, F32, F64, I1, I32, cast, round_to_dtype
-from .vector_math import emit_exp_f32
+from .vector_math import emit_exp_f32, emit_log_f32
 
 __all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "declare", "emit_math"]
 
@@ -181,6 +182,8 @@ def _float_in_register(
     _check_arity(name, args, arity)
     if name == "exp" and type_ == F32 and dialect_of(builder.module).inline_exp:
         return emit_exp_f32(builder, args[0])
+    if name == "log" and type_ == F32:
+        return emit_log_f32(builder, args[0])
     if intrinsic is not None:
         symbol = f"{intrinsic}.{_SUFFIX[type_]}"
     else:

@@ -2,12 +2,18 @@
 
 A rule is a function ``(func, target) -> PrimFunc | None`` that returns ``None`` when
 it does not apply. ``default_schedule`` tries :data:`CPU_RULES` in order and keeps the
-first result that passes validation; when none applies, or a rule fails (a
-primitive refused, or the result does not keep the kernel's signature), the
-unscheduled kernel is returned — always correct, only slower. Float32 ``tanh`` is
-replaced by a vectorisable approximation (:mod:`.approx`) either way. The chosen rule is
-recorded in the kernel's attrs as ``schedule_rule``, so ``print(kernel)`` says how a
-kernel was scheduled::
+first result that passes validation: the specific rules (matmul, reduction,
+injective), then ``fallback`` (:mod:`.fallback`: parallel outer loops and vectorised
+inner loops wherever the primitives allow, for any kernel of loop nests). When none
+applies, or every rule fails (a primitive refused, or the result does not keep the
+kernel's signature), the unscheduled kernel is returned — always correct, only
+slower. A specific rule's schedule that is not parallel or not vectorised gives way to
+the fallback's when that one is strictly better (``_or_fallback``). Float32 ``tanh``
+and ``erf`` are replaced by vectorisable approximations (:mod:`.approx`, :mod:`.erf`)
+either way. The chosen rule is recorded in the kernel's
+attrs as ``schedule_rule``, and a kernel that is not parallel, or runs a long
+innermost loop in scalar code, says why in ``schedule_note`` (:mod:`.notes`), so
+``print(kernel)`` says how a kernel was scheduled and where it falls short::
 
     >>> from relaxjax import arith
     >>> from relaxjax.tir import te
@@ -31,9 +37,12 @@ from relaxjax.ir import IRModule
 from relaxjax.schedule.gpu import finish_gpu, is_finished
 from relaxjax.schedule.rules.annotated import annotated_rule
 from relaxjax.schedule.rules.approx import approximate_tanh
+from relaxjax.schedule.rules.erf import approximate_erf
+from relaxjax.schedule.rules.fallback import fallback_rule
 from relaxjax.schedule.rules.gpu import GPU_RULES, is_gpu_target
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
+from relaxjax.schedule.rules.notes import NOTE_ATTR, audit, schedule_note
 from relaxjax.schedule.rules.reduction import reduction_rule
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
@@ -61,6 +70,7 @@ CPU_RULES: tuple[tuple[str, Rule], ...] = (
     ("matmul", matmul_rule),
     ("reduction", reduction_rule),
     ("injective", injective_rule),
+    ("fallback", fallback_rule),
 )
 
 
@@ -91,17 +101,24 @@ def is_scheduled(func: PrimFunc) -> bool:
     return RULE_ATTR in dict(func.attrs)
 
 
-def _finish(func: PrimFunc, name: str, target: object) -> PrimFunc:
-    """The chosen kernel, its math made vectorisable and its rule recorded."""
+def _finish(original: PrimFunc, func: PrimFunc, name: str, target: object) -> PrimFunc:
+    """The chosen kernel, its math made vectorisable, its rule recorded and, where it
+    is not parallel or not vectorised, the reason (CPU targets)."""
     if is_gpu_target(target):
-        return func.with_attrs({**dict(func.attrs), RULE_ATTR: name})
+        return func.with_attrs({RULE_ATTR: name})
     try:
-        fast_tanh = cpu_params(target).fast_tanh
+        params = cpu_params(target)
     except ValueError:
-        fast_tanh = False
-    if fast_tanh:
+        params = None
+    if params is not None and params.fast_tanh:
         func = approximate_tanh(func)
-    return func.with_attrs({**dict(func.attrs), RULE_ATTR: name})
+    if params is not None and params.fast_erf:
+        func = approximate_erf(func)
+    attrs = {RULE_ATTR: name}
+    note = dict(original.attrs).get(NOTE_ATTR) or schedule_note(original, func, name)
+    if note is not None:
+        attrs[NOTE_ATTR] = note
+    return func.with_attrs(attrs)
 
 
 def default_schedule(
@@ -129,7 +146,7 @@ def default_schedule(
         rules = GPU_RULES if gpu else CPU_RULES
     if gpu and (is_finished(func) or _thread_bound(func)):
         # Scheduled by hand for the GPU (e.g. through with_kernels): finished as it is.
-        return _finish(finish_gpu(func), "user", target)
+        return _finish(func, finish_gpu(func), "user", target)
     failure: Exception | None = None
     for name, rule in rules:
         try:
@@ -142,13 +159,40 @@ def default_schedule(
             failure = err
             continue
         if scheduled is not None and _valid(func, scheduled):
-            return _finish(scheduled, name, target)
+            chosen = _finish(func, scheduled, name, target)
+            return _or_fallback(func, chosen, name, target, rules)
     if gpu:
         raise ScheduleError(
             f"default_schedule: no GPU rule schedules kernel {func.name}"
             + (f": {failure}" if failure is not None else "")
         )
-    return _finish(func, "none", target)
+    return _finish(func, func, "none", target)
+
+
+def _or_fallback(
+    func: PrimFunc,
+    chosen: PrimFunc,
+    name: str,
+    target: object,
+    rules: Sequence[tuple[str, Rule]],
+) -> PrimFunc:
+    """``chosen`` (by rule ``name``), or the fallback rule's schedule when ``chosen``
+    falls short (it carries a note) and the fallback's is strictly better: parallel
+    wherever ``chosen`` is, with fewer long scalar innermost loops (a column sum the
+    reduction rule leaves strided and scalar)."""
+    fallback = dict(rules).get("fallback")
+    if fallback is None or name == "fallback" or NOTE_ATTR not in dict(chosen.attrs):
+        return chosen
+    try:
+        other = fallback(func, target)
+    except (RelaxError, ValueError, TypeError, KeyError):
+        return chosen
+    if other is None or not _valid(func, other):
+        return chosen
+    mine, theirs = audit(chosen), audit(other)
+    if (theirs.parallel or not mine.parallel) and len(theirs.scalar_loops) < len(mine.scalar_loops):
+        return _finish(func, other, "fallback", target)
+    return chosen
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,6 +204,12 @@ def _graph_symbols(inputs: Sequence[Buffer], stages: Sequence[Stage]) -> list[ar
     return order
 
 
+#: Merges already made, by their arguments: the fused kernels of identical layers are
+#: made once per process (bounded: cleared when full).
+_MERGED: dict[tuple, tuple[PrimFunc, tuple[arith.Sym, ...]]] = {}
+_MERGED_MAX = 1024
+
+
 def merge_kernels(
     name: str, inputs: Sequence[Buffer], stages: Sequence[Stage]
 ) -> tuple[PrimFunc, tuple[arith.Sym, ...]]:
@@ -212,8 +218,26 @@ def merge_kernels(
 
     Returns the kernel and, for each of its scalar params, the graph symbol whose value
     it takes (the call's ``tir_vars``). Raises ``ScheduleError`` when a stage is not a
-    one-output kernel with a root block.
+    one-output kernel with a root block. The same arguments (the same chain of kernels in
+    every layer of a stack) give the result of the first merge, made once.
     """
+    key = (
+        name,
+        tuple(inputs),
+        tuple((st.kernel, tuple(st.symbols.items()), st.sources) for st in stages),
+    )
+    found = _MERGED.get(key)
+    if found is None:
+        found = _merge(name, inputs, stages)
+        if len(_MERGED) >= _MERGED_MAX:
+            _MERGED.clear()
+        _MERGED[key] = found
+    return found
+
+
+def _merge(
+    name: str, inputs: Sequence[Buffer], stages: Sequence[Stage]
+) -> tuple[PrimFunc, tuple[arith.Sym, ...]]:
     taken = _internal_names(stages) | {b.name for b in inputs}
     graph = _graph_symbols(inputs, stages)
     canon = {sym.name: arith.sym(_fresh(f"d{i}", taken)) for i, sym in enumerate(graph)}

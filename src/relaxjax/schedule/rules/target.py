@@ -37,7 +37,8 @@ class CpuParams:
     column chunks of ``gemv_block``. ``min_parallel_extent``: the
     smallest loop worth running on several threads (the backend also skips tiny
     parallel loops at run time); ``fast_tanh``: float32 ``tanh`` computed by a
-    vectorisable rational approximation (:mod:`.approx`) instead of ``tanhf``.
+    vectorisable rational approximation (:mod:`.approx`) instead of ``tanhf``;
+    ``fast_erf``: float32 ``erf`` likewise (:mod:`.erf`) instead of ``erff``.
     """
 
     vector_bits: int = _PLANNED_VECTOR_BITS
@@ -48,6 +49,7 @@ class CpuParams:
     gemv_split_k: int = 256
     min_parallel_extent: int = 2
     fast_tanh: bool = True
+    fast_erf: bool = True
 
     def lanes(self, dtype: str) -> int:
         """Elements of ``dtype`` per vector (at least 1)."""
