@@ -4,8 +4,10 @@
 
     eliminate_dead_code   drop unused bindings before lowering them
     dispatch_library      (library=True only) matmul -> call_extern of BLAS
+    make_views            layout ops that only move elements -> call_view (no copy)
     inplace_updates       an update of a dead, owned operand -> call_tir_inplace
-    legalize              every op call -> call_tir of a shape-generic kernel
+    legalize              every op call -> call_tir of a shape-generic kernel (reading
+                          view operands through strides: strided_operands)
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
     fuse_ops              chains of elementwise kernels and a norm/reduction -> one kernel
@@ -30,6 +32,7 @@ from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.passes.fuse import fuse_ops
 from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import legalize
+from relaxjax.passes.views import make_views
 from relaxjax.schedule.rules import ScheduleKernels
 
 __all__ = ["LOWERING", "Pass", "Pipeline", "TARGETS", "default_pipeline", "lower_pipeline"]
@@ -72,7 +75,14 @@ def _verify(mod: IRModule, after: str) -> None:
 
 
 #: One shape-generic kernel per op, stored once: what ``Jitted.lower()`` shows.
-LOWERING = (eliminate_dead_code, inplace_updates, legalize, dedup_kernels, eliminate_dead_code)
+LOWERING = (
+    eliminate_dead_code,
+    make_views,
+    inplace_updates,
+    legalize,
+    dedup_kernels,
+    eliminate_dead_code,
+)
 
 
 def lower_pipeline(verify: bool = False) -> Pipeline:
