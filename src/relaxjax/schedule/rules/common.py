@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from relaxjax import arith
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.handles import BlockRV, LoopRV
+from relaxjax.schedule.rules.affine import fuse_keeps_affine
 from relaxjax.schedule.rules.bounds import tighten_loops
 from relaxjax.schedule.rules.flatten import lower_blocks
 from relaxjax.schedule.rules.staging import stage
@@ -54,7 +55,7 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     loops = list(sch.get_loops(block))
     if not loops or any(_extent(sch, lp) == 0 for lp in loops):
         return  # nothing runs
-    loops, merged = _merge_short_inner(sch, loops, lanes)
+    loops, merged = _merge_short_inner(sch, block, loops, lanes)
     inner = loops[-1]
     if len(loops) == 1:
         extent = _extent(sch, inner)
@@ -73,14 +74,20 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     sch.parallel(fused)
 
 
-def _merge_short_inner(sch: Schedule, loops: list[LoopRV], lanes: int) -> tuple[list[LoopRV], int]:
+def _merge_short_inner(
+    sch: Schedule, block: BlockRV, loops: list[LoopRV], lanes: int
+) -> tuple[list[LoopRV], int]:
     """Fuse the innermost loops while the innermost one is a short constant loop, so
-    the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``);
-    also returns the product of the constant extents merged in."""
+    the vectorised loop has enough iterations (``(n, 3)`` -> one loop of ``n * 3``),
+    unless a buffer is not one contiguous run over the two loops (a view read through
+    strides: the fused index would divide per element, :mod:`.affine`); also returns
+    the product of the constant extents merged in."""
     merged = 1
     while len(loops) >= 2:
         extent = _extent(sch, loops[-1])
         if not isinstance(extent, int) or extent >= 4 * lanes:
+            break
+        if not fuse_keeps_affine(sch, block, loops[-2], loops[-1]):
             break
         merged *= max(extent, 1)
         fused = sch.fuse(loops[-2], loops[-1])
