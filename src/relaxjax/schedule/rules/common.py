@@ -18,6 +18,7 @@ from relaxjax.schedule.rules.staging import stage
 from relaxjax.schedule.schedule import Schedule
 from relaxjax.tir.analysis import iter_blocks
 from relaxjax.tir.function import PrimFunc
+from relaxjax.tir.simplify import simplify_indices
 
 __all__ = [
     "block_names",
@@ -105,5 +106,6 @@ def try_stage(func: PrimFunc, loop: LoopRV | str, buffer: str) -> PrimFunc:
 
 
 def finish(sch: Schedule) -> PrimFunc:
-    """The scheduled kernel with blocks lowered and loop guards moved into bounds."""
-    return tighten_loops(lower_blocks(sch.func))
+    """The scheduled kernel with blocks lowered, loop guards moved into bounds and its
+    indices simplified under the loops' ranges (:mod:`relaxjax.tir.simplify`)."""
+    return simplify_indices(tighten_loops(lower_blocks(sch.func)))
