@@ -250,3 +250,65 @@ def test_jitted_function_uses_views_by_default():
     for n in SIZES:
         x = _rand(n, 4)
         np.testing.assert_allclose(f(x), (np.exp(x * 2) * 3).T, rtol=2e-6)
+
+
+# -- views across calls and control flow ----------------------------------------------------
+
+
+@relax.jit
+def inner(x: relax.Tensor(("k", "m"), "float32")):
+    y = rnp.exp(x.T)  # a view of the callee's parameter
+    return (y * 2.0).reshape(-1), y[:, :1] + x.sum()  # a returned view of its own memory
+
+
+@relax.jit
+def outer(x: relax.Tensor(("n", 4), "float32")):
+    y = x * 3.0
+    a, b = inner(y.reshape(2, -1))  # a contiguous view passed to a graph function
+    c, d = inner(y.T)  # a transposed one is copied first
+    return a + 1.0, b, c, d
+
+
+def _inner_numpy(x):
+    y = np.exp(x.T)
+    return (y * 2.0).reshape(-1), y[:, :1] + x.sum()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_across_graph_function_calls(target):
+    executable = _compiled(outer, target)
+    for n in (2, 4, 6):
+        x = _rand(n, 4)
+        y = x * 3.0
+        a, b = _inner_numpy(y.reshape(2, -1))
+        c, d = _inner_numpy(y.T)
+        _check(executable(x), (a + 1.0, b, c, d))
+
+
+@relax.jit
+def looped(x: relax.Tensor(("n", 4), "float32")):
+    def body(i, carry):
+        return carry + rnp.flip(carry.T, 0).T[:, ::-1] * 0.5 + carry.reshape(-1)[:4]
+
+    y = rlax.fori_loop(0, 3, body, x * 1.0)
+    total, ys = rlax.scan(lambda c, row: (c + row[1:], row.reshape(2, 2).T), y[0, 1:], y)
+    return y, total, ys
+
+
+def _looped_numpy(x):
+    y = x * 1.0
+    for _ in range(3):
+        y = y + y * 0.5 + y.reshape(-1)[:4]
+    total, ys = y[0, 1:].copy(), []
+    for row in y:
+        total = total + row[1:]
+        ys.append(row.reshape(2, 2).T)
+    return y, total, np.stack(ys) if ys else np.zeros((0, 2, 2), np.float32)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_inside_loop_bodies(target):
+    executable = _compiled(looped, target)
+    for n in (1, 2, 5):
+        x = _rand(n, 4)
+        _check(executable(x), _looped_numpy(x))

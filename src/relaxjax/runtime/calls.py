@@ -141,10 +141,11 @@ class CalleeWriter(ProgramWriter):
         for destination, value in self._copies:
             current = self.storage_values.get(value.storage, value)
             if value.view is not None:  # a view of memory of ours (or an argument's)
+                array = self._array_code(value)
                 self.writer.line(f"if {destination} is None:")
-                self.writer.line(f"{destination} = {self._array_code(value)}.copy()", 2)
+                self.writer.line(f"{destination} = {array}.copy()", 2)
                 self.writer.line("else:")
-                self.writer.line(f"{copyto}({destination}, {self._array_code(value)})", 2)
+                self.writer.line(f"{copyto}({destination}, {array})", 2)
                 continue
             storage = value.storage
             own = storage.kind == "param" and storage.index in donated and storage not in handed
