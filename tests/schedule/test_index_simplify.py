@@ -20,6 +20,7 @@ from relaxjax.passes.strides import with_strides
 from relaxjax.runtime import build_executable
 from relaxjax.schedule import Schedule
 from relaxjax.schedule.rules.affine import fuse_keeps_affine
+from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.tir import collect_accesses, interpreter, te
 from relaxjax.tir.expr import PrimExpr
 from relaxjax.tir.parser import parse_prim_func
@@ -182,3 +183,17 @@ def test_fusing_unit_loops_leaves_no_division():
     sch.fuse(b, i)
     text = str(sch.func)
     assert "//" not in text and "%" not in text
+
+
+def test_a_loop_an_access_divides_is_split_by_the_divisor():
+    n = arith.sym("n")
+    a = te.placeholder((n, 12, 64), "float32", "a")
+    out = te.compute((n, 768), lambda i, j: a[i, j // 64, j % 64] + 1.0, name="out")
+    kernel = with_strides(te.create_prim_func([a, out], name="merge"), {0: (768, 1, 12)})
+    assert "v_j // 64" in str(kernel)  # the unscheduled kernel divides per element
+    scheduled = injective_rule(kernel)
+    assert _inner_divisions(scheduled) == []
+    assert "vectorized(64)" in str(scheduled)
+    for rows in (0, 1, 3):
+        x = RNG.standard_normal((rows, 12, 64)).astype(np.float32)
+        np.testing.assert_array_equal(interpreter.run(scheduled, x), interpreter.run(kernel, x))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from relaxjax import arith
 from relaxjax.errors import ScheduleError
 from relaxjax.schedule.handles import BlockRV, LoopRV
-from relaxjax.schedule.rules.affine import fuse_keeps_affine
+from relaxjax.schedule.rules.affine import fuse_keeps_affine, split_divided_loop
 from relaxjax.schedule.rules.bounds import tighten_loops
 from relaxjax.schedule.rules.flatten import lower_blocks
 from relaxjax.schedule.rules.staging import stage
@@ -46,7 +46,8 @@ def _extent(sch: Schedule, loop: LoopRV) -> arith.Dim:
 
 def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 4096) -> None:
     """An elementwise/injective block: innermost loop vectorised, the outer loops fused
-    into one parallel loop (a lone loop is split into parallel chunks of ``chunk``).
+    into one parallel loop (a lone loop is split into parallel chunks of ``chunk``). An
+    innermost loop that an access divides is split by the divisor first (:mod:`.affine`).
 
     Before / after for a ``(n, 768)`` elementwise block::
 
@@ -57,6 +58,9 @@ def schedule_spatial(sch: Schedule, block: BlockRV, lanes: int, chunk: int = 409
     if not loops or any(_extent(sch, lp) == 0 for lp in loops):
         return  # nothing runs
     loops, merged = _merge_short_inner(sch, block, loops, lanes)
+    split = split_divided_loop(sch, block, loops[-1], min_inner=lanes)
+    if split is not None:  # the inner loop indexes affinely once indices are simplified
+        loops = [*loops[:-1], *split]
     inner = loops[-1]
     if len(loops) == 1:
         extent = _extent(sch, inner)
