@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relaxjax as relax
 import relaxjax.lax as rlax
@@ -312,3 +314,46 @@ def test_views_inside_loop_bodies(target):
     for n in (1, 2, 5):
         x = _rand(n, 4)
         _check(executable(x), _looped_numpy(x))
+
+
+# -- random chains of layout ops ---------------------------------------------------------------
+
+_LAYOUT_STEPS = ("transpose", "reshape", "slice", "expand", "squeeze", "swap")
+
+
+def _apply(xp, y, step: str):
+    """One layout op on ``y`` (a (a, b, 4) tensor or a view of one), then elementwise math
+    so that a kernel reads it; valid for every size of the first two axes."""
+    if step == "transpose":
+        y = xp.transpose(y, (1, 0, 2))
+    elif step == "reshape":
+        y = y.reshape(y.shape[0], y.shape[1] * 2, 2).reshape(y.shape[0], y.shape[1], 4)
+    elif step == "slice":
+        z = y[1:, :, ::2]
+        y = xp.concatenate([z, z[:, :, ::-1]], axis=2)
+    elif step == "expand":
+        y = xp.expand_dims(y, 0)[0]
+    elif step == "squeeze":
+        y = xp.squeeze(y[:, :, None, :], 2)
+    else:
+        y = xp.swapaxes(y, 0, 1)
+    return y
+
+
+@settings(max_examples=6)
+@given(st.lists(st.sampled_from(_LAYOUT_STEPS), min_size=1, max_size=4))
+def test_random_layout_chains_match_numpy(steps):
+    def program(x: relax.Tensor(("a", "b", 4), "float32")):
+        y = x * 1.5
+        for step in steps:
+            y = _apply(rnp, y, step)
+        return rnp.exp(y * 0.5), y
+
+    jitted = relax.jit(program)  # one executable for every a and b
+    for a, b in [(0, 2), (1, 0), (1, 1), (3, 2), (2, 5)]:
+        x = _rand(a, b, 4)
+        want = x * 1.5
+        for step in steps:
+            want = _apply(np, want, step)
+        got = jitted(x)
+        _check(got, (np.exp(want * 0.5), want))
