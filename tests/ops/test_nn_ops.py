@@ -466,3 +466,15 @@ def test_nn_wrapper_errors():
     spec = (relax.Tensor(("n", 8), "float32"), relax.Tensor((4,), "float32"))
     with pytest.raises(ShapeError, match=r"rms_norm: weight must have shape x.shape\[-1:\]"):
         relax.eval_shape(rnn.rms_norm, *spec)
+
+
+def test_tanh_gelu_of_large_negative_float32_is_zero_as_in_jax():
+    # found by the fuzzer: the vectorised float32 tanh did not saturate to -1, so
+    # gelu(-1e20) was -3e12 (x times an ulp) instead of -0
+    import relaxjax as relax
+
+    x = np.array([-1e20, -1e6, -50.0, -20.0, -10.0, -np.inf, np.inf, 3.0, 0.5], np.float32)
+    got = relax.jit(lambda v: rnn.gelu(v))(x)
+    want = jax.nn.gelu(jnp.asarray(x), approximate=True)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=0)
+    assert np.array_equal(np.signbit(np.asarray(got)[:5]), np.signbit(np.asarray(want)[:5]))

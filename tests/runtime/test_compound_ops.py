@@ -54,6 +54,8 @@ def test_op_on_expression_dims(case: Case):
     program = jitted(compound)
     rng = np.random.default_rng(0)
     for env in ({"n": 0, "m": 0}, {"n": 1, "m": 3}, {"n": 3, "m": 1}):
+        if 2 * env["n"] + 1 < case.min_n:  # the op needs a longer axis (dynamic_slice)
+            continue
         arrays = _arrays(compound, env, rng)
         what = f"{case.op} with {env} on {compound.specs}"
         assert_matches(program(*arrays), expected(case, arrays), case.rtol, what)

@@ -126,7 +126,16 @@ def test_error_dtype(pair_exe):
 
 @pytest.mark.parametrize(
     "bad, shown",
-    [([[1.0] * 4], "list"), ("abc", "str"), (None, "NoneType"), ({"a": 1}, "dict")],
+    [
+        ([[1.0] * 4], "list [[1.0, 1.0, 1.0, 1.0]]"),
+        ("abc", "str 'abc'"),
+        (None, "None"),
+        ({"a": 1}, "dict {'a': 1}"),
+        (
+            list(range(30)),
+            "list [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16...",
+        ),
+    ],
 )
 def test_error_not_an_array(pair_exe, bad, shown):
     with pytest.raises(TypeError) as err:

@@ -343,6 +343,21 @@ def test_float32_tanh_becomes_a_vectorisable_rational_function():
     assert np.isnan(got[-1])
 
 
+def test_float32_tanh_saturates_exactly_like_tanhf():
+    # found by the fuzzer: gelu(-1e20) (tanh form) was -3e12, as 1 + tanh(x) stopped at an
+    # ulp (5.96e-8) instead of 0 beyond the old clamp at 9
+    x = te.placeholder((N,), "float32", "x")
+    y = te.compute((N,), lambda i: tir.tanh(x[i]) + 1.0, name="y")
+    scheduled = default_schedule(te.create_prim_func([x, y], name="one_plus_tanh"))
+    values = np.array([-10.0, -10.5, -12.0, -50.0, -1e20, -np.inf, 10.0, 1e20] * 5, np.float32)
+    got = run(scheduled, values)
+    expected = np.tanh(values) + np.float32(1.0)  # numpy's float32 tanh: exactly +-1 here
+    np.testing.assert_array_equal(got, expected)
+    assert (got[values < 0] == 0).all()
+    wide = np.linspace(-40, 40, 4001).astype(np.float32)
+    assert np.abs(run(scheduled, wide) - 1).max() <= 1  # |tanh| <= 1 everywhere
+
+
 def test_tanh_of_other_dtypes_is_left_to_the_math_library():
     x = te.placeholder((N,), "float64", "x")
     y = te.compute((N,), lambda i: tir.tanh(x[i]), name="y")

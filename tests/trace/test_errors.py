@@ -182,3 +182,126 @@ def test_emit_rejects_unknown_ops_and_operands():
 
     with pytest.raises(TypeError, match="add: argument 1 must be a tensor, an array, a Python"):
         relax.eval_shape(f, relax.Tensor((2,), "float32"))
+
+
+# -- arguments without the structure of their annotation --------------------------------
+
+_T = relax.Tensor
+_ARRAY = np.ones(2, np.float32)
+
+
+@relax.jit
+def one(x: _T(("n", 4), "float32")):
+    return x
+
+
+@relax.jit
+def pair(p: (_T(("n",), "float32"), _T(("n",), "float32"))):
+    return p[0]
+
+
+_PARAMS_SPEC = {"w": _T((4, 3), "float32"), "b": _T((3,), "float32")}
+
+
+@relax.jit
+def named(params: _PARAMS_SPEC, xs: [_T(("n",), "float32")]):
+    return params["w"]
+
+
+_TENSOR = 'annotated Tensor((n, 4), "float32")'
+_PAIR = 'annotated (Tensor((n,), "float32"), Tensor((n,), "float32"))'
+_PARAMS = "annotated {'b': Tensor((3,), \"float32\"), 'w': Tensor((4, 3), \"float32\")}"
+_TWO = {"w": _ARRAY, "b": _ARRAY}
+
+
+@pytest.mark.parametrize(
+    "fn, args, message",
+    [
+        (
+            one,
+            ([[1.0, 2.0], [3.0, 4.0]],),
+            f"one(): argument 'x': expected an array ({_TENSOR}), got list "
+            "[[1.0, 2.0], [3.0, 4.0]]",
+        ),
+        (one, (None,), f"one(): argument 'x': expected an array ({_TENSOR}), got None"),
+        (
+            one,
+            ((_ARRAY, _ARRAY),),
+            f"one(): argument 'x': expected an array ({_TENSOR}), got tuple "
+            "(array(shape=(2,), dtype=float32), array(shape=(2,), dtype=float32))",
+        ),
+        (
+            one,
+            ({"a": 1},),
+            f"one(): argument 'x': expected an array ({_TENSOR}), got dict {{'a': 1}}",
+        ),
+        (
+            one,
+            ([list(range(40))],),
+            f"one(): argument 'x': expected an array ({_TENSOR}), got list "
+            "[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 1...",
+        ),
+        (
+            pair,
+            (_ARRAY,),
+            f"pair(): argument 'p': expected a tuple of 2 ({_PAIR}), got ndarray of shape (2,) and "
+            "dtype float32",
+        ),
+        (pair, (None,), f"pair(): argument 'p': expected a tuple of 2 ({_PAIR}), got None"),
+        (
+            pair,
+            ((_ARRAY,) * 3,),
+            f"pair(): argument 'p': expected a tuple of 2 ({_PAIR}), got a tuple of 3",
+        ),
+        (
+            pair,
+            ([_ARRAY, _ARRAY],),
+            f"pair(): argument 'p': expected a tuple of 2 ({_PAIR}), got list "
+            "[array(shape=(2,), dtype=float32), array(shape=(2,), dtype=float32)]",
+        ),
+        (
+            pair,
+            ((_ARRAY, None),),
+            "pair(): argument 'p'[1]: expected an array (annotated Tensor((n,), \"float32\")), "
+            "got None",
+        ),
+        (
+            named,
+            ({"w": _ARRAY}, [_ARRAY]),
+            f"named(): argument 'params': expected a dict with keys 'b', 'w' ({_PARAMS}), "
+            "got a dict without key 'b'",
+        ),
+        (
+            named,
+            ({**_TWO, "c": 1, "d": 2}, [_ARRAY]),
+            f"named(): argument 'params': expected a dict with keys 'b', 'w' ({_PARAMS}), "
+            "got a dict with the extra keys 'c', 'd'",
+        ),
+        (
+            named,
+            (_TWO, []),
+            "named(): argument 'xs': expected a list of 1 (annotated [Tensor((n,), \"float32\")]), "
+            "got a list of 0",
+        ),
+        (
+            named,
+            (_TWO, (_ARRAY,)),
+            "named(): argument 'xs': expected a list of 1 (annotated [Tensor((n,), \"float32\")]), "
+            "got tuple (array(shape=(2,), dtype=float32),)",
+        ),
+    ],
+)
+def test_an_argument_without_the_structure_of_its_annotation_says_what_was_expected_and_given(
+    fn, args, message
+):
+    with pytest.raises(TypeError) as info:
+        fn(*args)
+    assert str(info.value) == message
+
+
+def test_a_non_array_leaf_of_an_annotated_argument_names_the_argument():
+    with pytest.raises(TypeError) as info:
+        one("text")
+    assert str(info.value) == (
+        "argument 'x': expected an array of shape (n, 4) and dtype float32, got str 'text'"
+    )

@@ -192,3 +192,25 @@ def test_tutorial_symbolic_scalars():
     assert relax.eval_shape(window, relax.Tensor(("n", 4), "float32"), 5)[1] == relax.Tensor(
         (5,), "int64"
     )
+
+
+def test_tutorial_deductions_that_use_the_programs_checks():
+    a, b, c, d = (relax.sym(s) for s in "abcd")
+    out = relax.eval_shape(
+        lambda x: x.reshape(x.shape[2], x.shape[0] * x.shape[1] * x.shape[3], -1),
+        relax.Tensor((a, b, c, d), "float32"),
+    )
+    assert str(out) == 'Tensor((c, a * b * d, 1), "float32")'
+    k = relax.sym("k", lower=2)
+    out = relax.eval_shape(rnp.squeeze, relax.Tensor((1, k, 3), "float32"))
+    assert str(out) == 'Tensor((k, 3), "float32")'
+    with pytest.raises(relax.InconclusiveShapeError, match="pass axis="):
+        relax.eval_shape(rnp.squeeze, relax.Tensor((1, "n", 3), "float32"))
+    weak = relax.eval_shape(lambda x: x + 2.0, relax.Tensor((3,), "int32"))
+    assert str(weak) == 'Tensor((3,), "float64", weak=True)'
+
+    @relax.jit
+    def f(x, y):
+        return (x + 2.0) * y
+
+    assert f(np.ones(3, np.int32), np.ones(3, np.float32)).dtype == np.float32

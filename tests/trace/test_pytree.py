@@ -57,3 +57,38 @@ def test_unflatten_with_wrong_leaf_count_names_both_counts():
     _, treedef = pytree.flatten((1, 2))
     with pytest.raises(ValueError, match=r"structure \(\*, \*\) holds 2 leaves, got 3"):
         pytree.unflatten(treedef, [1, 2, 3])
+
+
+def _is_int(x):
+    return isinstance(x, int)
+
+
+@given(trees)
+def test_a_tree_matches_its_own_structure(tree):
+    flat, treedef = pytree.flatten(tree)
+    marked = pytree.unflatten(treedef, list(range(len(flat))))
+    assert pytree.first_mismatch(marked, tree, _is_int) is None
+
+
+@pytest.mark.parametrize(
+    "expected, value, mismatch",
+    [
+        (1, None, pytree.Mismatch("", 1, None)),
+        (1, [1, 2], pytree.Mismatch("", 1, [1, 2])),
+        ((1, [2]), (1, [2, 3]), pytree.Mismatch("[1]", [2], [2, 3])),
+        ((1, 2), [1, 2], pytree.Mismatch("", (1, 2), [1, 2])),
+        ([1], (1,), pytree.Mismatch("", [1], (1,))),
+        (None, 1, pytree.Mismatch("", None, 1)),
+        ({"a": 1, "b": 2}, {"a": 1}, pytree.Mismatch("", {"a": 1, "b": 2}, {"a": 1}, ("b",))),
+        ({"a": 1}, {"a": 1, "c": 3}, pytree.Mismatch("", {"a": 1}, {"a": 1, "c": 3}, (), ("c",))),
+        ({"a": (1, 2)}, {"a": (1, None)}, pytree.Mismatch("['a'][1]", 2, None)),
+        ({"a": 1}, 5, pytree.Mismatch("", {"a": 1}, 5)),
+    ],
+)
+def test_first_mismatch_locates_the_first_difference(expected, value, mismatch):
+    assert pytree.first_mismatch(expected, value, _is_int) == mismatch
+
+
+def test_first_mismatch_accepts_named_tuples_as_tuples():
+    point = collections.namedtuple("Point", "x y")
+    assert pytree.first_mismatch((1, 2), point(3, 4), _is_int) is None

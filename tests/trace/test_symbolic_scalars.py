@@ -88,10 +88,10 @@ def test_an_unannotated_parameter_given_a_symbol_is_a_symbolic_scalar():
 @pytest.mark.parametrize(
     ("value", "given"),
     [
-        (2.5, "float"),
-        (True, "bool"),
+        (2.5, "float 2.5"),
+        (True, "bool True"),
         (np.True_, "bool of shape () and dtype bool"),
-        ("3", "str"),
+        ("3", "str '3'"),
         (np.array([1, 2]), "ndarray of shape (2,) and dtype int64"),
         (np.float64(2.0), "float64 of shape () and dtype float64"),
         (np.array(2.0), "ndarray of shape () and dtype float64"),

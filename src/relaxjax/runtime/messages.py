@@ -39,12 +39,18 @@ def shape_text(shape: Sequence[int]) -> str:
 
 
 def type_name(value: object) -> str:
-    """What a value is, for "got ..." in messages."""
+    """What a value is, for "got ..." in messages: ``None``, an array's type, shape and
+    dtype, or another value's type and a short repr (``str 'abc'``)."""
+    if value is None:
+        return "None"
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return f"{type(value).__name__} of shape {shape_text(shape)} and dtype {dtype}"
-    return type(value).__name__
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
 
 
 def expected_text(info: StructInfo) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["TreeDef", "flatten", "unflatten", "leaf_paths", "LEAF"]
+__all__ = ["TreeDef", "Mismatch", "flatten", "unflatten", "leaf_paths", "first_mismatch", "LEAF"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +129,57 @@ def leaf_paths(treedef: TreeDef, prefix: str = "") -> list[str]:
     for label, child in zip(labels, treedef.children):
         paths.extend(leaf_paths(child, prefix + label))
     return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """Where a value's structure first departs from an expected one.
+
+    ``path`` locates the node (``"[1]['w']"``, ``""`` at the root); ``expected`` and
+    ``given`` are the two nodes there; for two dicts, ``missing`` holds the expected keys
+    the value lacks and ``extra`` the value's keys that are not expected.
+    """
+
+    path: str
+    expected: object
+    given: object
+    missing: tuple[Hashable, ...] = ()
+    extra: tuple[Hashable, ...] = ()
+
+
+def first_mismatch(
+    expected: object, value: object, is_leaf: Callable[[object], bool], path: str = ""
+) -> Mismatch | None:
+    """The first place, in flattening order, where ``value`` does not have the structure
+    of ``expected`` (a tree whose leaves satisfy ``is_leaf``), or None when it has.
+
+    A leaf of ``expected`` matches any leaf of ``value`` (anything but a tuple, list,
+    dict or None); tuples (named tuples too) and lists match their own kind of the same
+    length, dicts the same keys::
+
+        >>> first_mismatch((1, [2]), (1, [2, 3]), lambda x: isinstance(x, int))
+        Mismatch(path='[1]', expected=[2], given=[2, 3], missing=(), extra=())
+    """
+    if is_leaf(expected):
+        is_node = value is None or isinstance(value, tuple | list | dict)
+        return Mismatch(path, expected, value) if is_node else None
+    if expected is None:
+        return None if value is None else Mismatch(path, expected, value)
+    if isinstance(expected, dict):
+        if not isinstance(value, dict):
+            return Mismatch(path, expected, value)
+        missing = tuple(k for k in _sorted_keys(expected) if k not in value)
+        extra = tuple(k for k in _sorted_keys(value) if k not in expected)
+        if missing or extra:
+            return Mismatch(path, expected, value, missing, extra)
+        pairs = [(f"[{k!r}]", expected[k], value[k]) for k in _sorted_keys(expected)]
+    else:
+        kind = list if isinstance(expected, list) else tuple
+        if not isinstance(value, kind) or len(value) != len(expected):  # type: ignore[arg-type]
+            return Mismatch(path, expected, value)
+        pairs = [(f"[{i}]", e, v) for i, (e, v) in enumerate(zip(expected, value))]  # type: ignore[arg-type]
+    for label, child, given in pairs:
+        found = first_mismatch(child, given, is_leaf, path + label)
+        if found is not None:
+            return found
+    return None

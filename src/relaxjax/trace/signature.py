@@ -25,6 +25,7 @@ from relaxjax.trace.spec import (
     ParamSpec,
     annotation_spec,
     dim_spec_of_value,
+    is_array_like,
     spec_of_argument,
     spec_of_value,
 )
@@ -188,10 +189,7 @@ class Signature:
             spec_leaves, treedef = declared
             leaves, value_tree = pytree.flatten(value)
             if value_tree != treedef:
-                raise TypeError(
-                    f"{self.name}(): argument {name!r} must have the structure {treedef} of "
-                    f"its annotation, got {value_tree}"
-                )
+                raise TypeError(self._structure_error(name, spec_leaves, treedef, value))
             return ParamSpec(name, tuple(spec_leaves), treedef), leaves
         leaves, treedef = pytree.flatten(value, is_leaf=_is_spec)
         paths = pytree.leaf_paths(treedef)
@@ -207,6 +205,67 @@ class Signature:
             )
         )
         return ParamSpec(name, specs, treedef), leaves
+
+    def _structure_error(self, name: str, specs, treedef: pytree.TreeDef, value: object) -> str:
+        """What differs between an argument and the structure of its annotation, e.g.
+        ``f(): argument 'x': expected an array (annotated Tensor((n,), "float32")), got None``."""
+        annotation = pytree.unflatten(treedef, specs)
+        found = pytree.first_mismatch(annotation, value, _is_spec)
+        if found is None:  # the trees differ, so a mismatch exists; never reached
+            raise AssertionError(f"{self.name}(): argument {name!r}: {treedef} matches {value!r}")
+        where = f"{self.name}(): argument {name!r}{found.path}"
+        expected = found.expected
+        if _is_spec(expected):
+            return f"{where}: expected an array (annotated {expected!r}), got {_given(found.given)}"
+        if expected is None:
+            return f"{where}: expected None (as annotated), got {_given(found.given)}"
+        if isinstance(expected, dict):
+            want = f"a dict with {_keys(tuple(expected))} (annotated {expected!r})"
+            if found.missing:
+                return f"{where}: expected {want}, got a dict without {_keys(found.missing)}"
+            if found.extra:
+                return f"{where}: expected {want}, got a dict with the extra {_keys(found.extra)}"
+            return f"{where}: expected {want}, got {_given(found.given)}"
+        kind = type(expected).__name__
+        want = f"a {kind} of {len(expected)} (annotated {expected!r})"
+        given = found.given
+        if isinstance(given, tuple | list) and isinstance(given, type(expected)):
+            return f"{where}: expected {want}, got a {kind} of {len(given)}"
+        return f"{where}: expected {want}, got {_given(given)}"
+
+
+def _keys(keys: tuple) -> str:
+    """``key 'b'`` or ``keys 'b', 'w'``."""
+    return ("key " if len(keys) == 1 else "keys ") + ", ".join(
+        repr(k) for k in sorted(keys, key=repr)
+    )
+
+
+def _given(value: object) -> str:
+    """A value in "got ...": ``None``; an array's type, shape and dtype; otherwise its
+    type and a short repr (arrays inside it abbreviated)."""
+    if value is None:
+        return "None"
+    if is_array_like(value):
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = _short_repr(value)
+    if len(text) > 72:
+        text = text[:69] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _short_repr(value: object) -> str:
+    """``repr`` with arrays as ``array(shape=(2,), dtype=float32)``."""
+    if is_array_like(value):
+        return f"array(shape={tuple(value.shape)}, dtype={value.dtype})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short_repr(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_short_repr(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    return repr(value)
 
 
 def plan_key(params: Sequence[ParamSpec], statics: Sequence[tuple[str, Hashable]]) -> Hashable:

@@ -3,16 +3,20 @@
 LLVM lowers ``tanh`` to a call of the C library's ``tanhf`` per element, which no
 loop vectoriser can widen; a kernel like ``gelu`` then runs at a fraction of the
 memory bandwidth. The rules replace every float32 ``tanh(x)`` by a rational function
-that needs only multiplies, adds, one divide and a clamp, all of which vectorise::
+that needs only multiplies, adds, one divide and two clamps, all of which vectorise::
 
-    t = min(max(x, -9), 9)
-    tanh(x) ~= t * K(t * t) / H(t * t)
+    t = min(max(x, -10), 10)
+    tanh(x) ~= min(max(t * K(t * t) / H(t * t), -1), 1)
 
 ``K / H`` is the 12th convergent of Lambert's continued fraction
 ``tanh(x) = x / (1 + x^2 / (3 + x^2 / (5 + ...)))``; its integer coefficients are
-derived here from the convergent recurrence. Over ``[-9, 9]`` its error is below
-4e-7 relative (a few float32 ulps), and beyond ``|x| = 9`` float32 ``tanh`` is 1 to
-within half an ulp. NaN propagates through the clamp (``min``/``max`` propagate NaN).
+derived here from the convergent recurrence. Over ``[-10, 10]`` its error is below
+4e-7 relative (a few float32 ulps). At ``|x| = 10`` it is exactly +-1 in float32 (with
+or without fused multiply-adds), as the C library's ``tanhf`` is from there on: the
+result saturates, so ``1 + tanh(x)`` is exactly 0 for ``x <= -10`` (the tanh ``gelu`` of
+a large negative ``x`` is -0, not ``x`` times an ulp). The second clamp keeps
+``|tanh| <= 1`` whatever the rounding. NaN propagates through both clamps
+(``min``/``max`` propagate NaN).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from relaxjax.tir.functor import StmtMutator
 
 __all__ = ["TANH_CLAMP", "approximate_tanh", "tanh_coefficients"]
 
-#: ``|x|`` beyond which float32 ``tanh(x)`` rounds to +-1.
-TANH_CLAMP = 9.0
+#: ``|x|`` from which float32 ``tanh(x)`` is +-1, and the rational function evaluates to +-1.
+TANH_CLAMP = 10.0
 _DEPTH = 12
 
 
@@ -65,7 +69,9 @@ def tanh_float32(x: PrimExpr) -> PrimExpr:
     t = binop("min", binop("max", x, low), high)
     y = binop("*", t, t)
     numerator, denominator = tanh_coefficients()
-    return binop("/", binop("*", t, _horner(numerator, y)), _horner(denominator, y))
+    ratio = binop("/", binop("*", t, _horner(numerator, y)), _horner(denominator, y))
+    one = FloatImm(1.0, "float32")
+    return binop("min", binop("max", ratio, FloatImm(-1.0, "float32")), one)
 
 
 class _Tanh(StmtMutator):
