@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from relaxjax import arith
 from relaxjax.tir.function import PrimFunc
-from relaxjax.tir.functor import StmtMutator, substitute
+from relaxjax.tir.functor import StmtMutator, StmtVisitor, substitute
 from relaxjax.tir.stmt import For, Stmt
 
 __all__ = ["simplify_indices"]
@@ -49,6 +49,23 @@ class _Ranges(StmtMutator):
         )
 
 
+class _Divides(StmtVisitor):
+    """Whether a ``//`` or ``%`` occurs in any dim of a statement."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_dim(self, dim: arith.Dim) -> None:
+        if not self.found and isinstance(dim, arith.Expr):
+            self.found = _has_division(dim)
+
+
+def _has_division(dim: arith.Dim) -> bool:
+    if isinstance(dim, (arith.FloorDiv, arith.Mod)):
+        return True
+    return isinstance(dim, arith.Expr) and any(_has_division(c) for c in dim.children())
+
+
 def _bounded(loop: For) -> arith.Sym | None:
     """The loop variable with ``start <= var <= start + extent - 1``, when that range
     can be stated (a constant start, an extent that may be positive)."""
@@ -65,6 +82,10 @@ def _bounded(loop: For) -> arith.Sym | None:
 def simplify_indices(func: PrimFunc) -> PrimFunc:
     """``func`` with every index simplified under the ranges of its loops (see the module
     doc); loop variables come back as plain symbols."""
+    divides = _Divides()
+    divides.visit_stmt(func.body)
+    if not divides.found:
+        return func  # nothing a range could decide (the common elementwise kernel)
     ranges = _Ranges()
     body = ranges.visit_stmt(func.body)
     if body is func.body:
