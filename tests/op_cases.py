@@ -87,6 +87,8 @@ def _factorization_cases() -> list[Case]:
 
 def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> list[Case]:
     """Every op on (n, width) operands; the other sizes set the contractions' outputs."""
+    from op_cases_math import math_op_cases  # noqa: PLC0415 - it imports Case from here
+
     x, row, xi = (("n", width), F), ((width,), F), (("n", width), I)
 
     def binary(op, dtype=F, low=-2.0, high=2.0):
@@ -164,6 +166,8 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
         Case("stack", lambda m, nn, a, b: m.stack([a, b], axis=1), (x, x)),
         Case("split", lambda m, nn, a: m.split(a, [1], axis=1), (x,)),
         Case("take", lambda m, nn, a, i: m.take(a, i, axis=1), (x, ((4,), I)), 0, 3),
+        Case("gather", lambda m, nn, a, i: a[::-1, i, None], (x, ((2, 2), I)), -5, 5),
+        Case("scatter", lambda m, nn, a, i: a.at[1:, i].add(1.0), (x, ((4,), I)), -5, 5),
         Case(
             "dynamic_slice",
             lambda m, nn, a: _lax(m).dynamic_slice(a, (a.shape[0] - 3, -1), (2, 1)),
@@ -248,6 +252,7 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
             jax_fn=lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
             rtol=1e-4,
         ),
+        *math_op_cases(width),
     ]
 
 

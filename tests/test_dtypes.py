@@ -94,6 +94,23 @@ def test_canonical_python_types_and_aliases():
     assert dtypes.canonical(ml_dtypes.bfloat16) == "bfloat16"
 
 
+def test_canonical_accepts_torch_dtypes_without_importing_torch():
+    torch = pytest.importorskip("torch")
+    for name in DTYPES:
+        assert dtypes.canonical(getattr(torch, name)) == name
+    with pytest.raises(
+        TypeError, match=r"unsupported dtype torch.complex64 \(complex64\); supported"
+    ):
+        dtypes.canonical(torch.complex64)
+
+    class Fake:  # a lookalike from another module is not taken for torch's
+        def __str__(self):
+            return "torch.float32"
+
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        dtypes.canonical(Fake())
+
+
 @pytest.mark.parametrize(
     "bad,shown",
     [

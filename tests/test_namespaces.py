@@ -4,7 +4,15 @@ import importlib
 
 import pytest
 
-PUBLIC = ["relaxjax.numpy", "relaxjax.numpy.linalg", "relaxjax.nn", "relaxjax.lax"]
+PUBLIC = [
+    "relaxjax.numpy",
+    "relaxjax.numpy.linalg",
+    "relaxjax.nn",
+    "relaxjax.lax",
+    "relaxjax.tree_util",
+    "relaxjax.scipy",
+    "relaxjax.scipy.special",
+]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -9,7 +9,7 @@ See ``docs/tutorial.md`` for a first walk through symbolic dims, ``eval_shape``
 and the printed graph program.
 """
 
-from relaxjax import schedule, tir
+from relaxjax import schedule, tir, tree_util
 from relaxjax.arith import max_ as max
 from relaxjax.arith import min_ as min
 from relaxjax.arith import prove_equal, sym, syms
@@ -38,4 +38,5 @@ __all__ = [
     "sym",
     "syms",
     "tir",
+    "tree_util",
 ]

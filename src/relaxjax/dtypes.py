@@ -91,8 +91,9 @@ def canonical(x: object) -> str:
     """The relaxjax name of a dtype-like object.
 
     Accepts our names, numpy dtypes and scalar types, ``ml_dtypes.bfloat16``,
-    jax dtypes and the Python types ``bool``/``int``/``float`` (``int64``/``float64``
-    as under jax x64). Raises ``TypeError`` naming what was given otherwise.
+    jax dtypes, torch dtypes (``torch.float32``) and the Python types
+    ``bool``/``int``/``float`` (``int64``/``float64`` as under jax x64). Raises
+    ``TypeError`` naming what was given otherwise.
     """
     if isinstance(x, str) and x in DTYPES:
         return x
@@ -107,11 +108,21 @@ def canonical(x: object) -> str:
     try:
         name = np.dtype(x).name  # type: ignore[call-overload]
     except TypeError:
-        name = None
+        name = _foreign_name(x)
     if name not in DTYPES:
         shown = f"{x!r}" if name is None else f"{x!r} ({name})"
         raise TypeError(f"unsupported dtype {shown}; supported: {', '.join(DTYPES)}")
     return name
+
+
+def _foreign_name(x: object) -> str | None:
+    """The name of another library's dtype object that numpy does not know: torch's
+    (``torch.float32`` prints as ``"torch.float32"``), recognised without importing it."""
+    module = type(x).__module__.split(".")[0]
+    text = str(x)
+    if module == "torch" and text.startswith("torch."):
+        return text[len("torch.") :]
+    return None
 
 
 def to_numpy(name: str) -> np.dtype:
@@ -120,6 +131,34 @@ def to_numpy(name: str) -> np.dtype:
     if name == "bfloat16":
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
+
+
+def convert(values: object, name: str) -> np.ndarray:
+    """``values`` as an array of dtype ``name`` by jax's conversion rules (XLA's
+    ``convert``): floats to integers truncate toward zero and saturate at the integer
+    range, NaN giving 0 (numpy wraps instead); to bool tests ``!= 0``; to bfloat16
+    rounds from float32."""
+    array = np.asarray(values)
+    if is_bool(name):
+        return array != 0
+    target = to_numpy(name)
+    if is_integer(name) and (np.issubdtype(array.dtype, np.floating) or array.dtype == _BF16):
+        return _saturating_int(array, target)
+    if target == _BF16 and array.dtype not in (_BF16, np.float32):
+        array = array.astype(np.float32)
+    return array.astype(target)
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _saturating_int(array: np.ndarray, target: np.dtype) -> np.ndarray:
+    info = np.iinfo(target)
+    wide = np.trunc(array.astype(np.float64))
+    wide = np.where(np.isnan(wide), 0.0, wide)
+    too_high = wide >= float(info.max)  # int64's max is not a float64: set it apart
+    inside = np.where(too_high, 0.0, np.clip(wide, float(info.min), float(info.max)))
+    return np.where(too_high, target.type(info.max), inside.astype(target))
 
 
 def is_floating(name: str) -> bool:

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
+from relaxjax.dlpack import exportable
 from relaxjax.ir import IRModule
 from relaxjax.passes import lower_pipeline
 from relaxjax.schedule.replace import replace_kernel
@@ -166,16 +167,25 @@ class Jitted:
             if executable is None:
                 executable = self._build(traced)
                 self._executables[plan.key] = executable
-            entry = (executable, traced)
+            entry = (executable, traced, _returns_bfloat16(traced))
             if fast_key is not None:
                 self._fast[fast_key] = entry
             args = plan.flat_args
-        executable, traced = entry
-        return _unflatten_outputs(traced, executable(*args))
+        executable, traced, bfloat16 = entry
+        outputs = executable(*args)
+        if bfloat16:  # numpy cannot export bfloat16 through DLPack: a view that can
+            outputs = tuple(map(exportable, outputs))
+        return _unflatten_outputs(traced, outputs)
 
     def cache_size(self) -> int:
         """How many executables were compiled (one per distinct specialisation)."""
         return len(self._executables)
+
+
+def _returns_bfloat16(traced: Traced) -> bool:
+    """Whether some output of ``traced`` is a bfloat16 tensor."""
+    leaves, _ = pytree.flatten(traced.out_infos)
+    return any(getattr(leaf, "dtype", None) == "bfloat16" for leaf in leaves)
 
 
 def _unflatten_outputs(traced: Traced, outputs: object) -> object:

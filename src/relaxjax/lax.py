@@ -12,7 +12,9 @@ Use it as ``import relaxjax.lax as lax``, with jax.lax's signatures and semantic
   :func:`while_loop`, :func:`scan` (over a leading axis that may be symbolic);
 - windows at run-time offsets: :func:`dynamic_slice`, :func:`dynamic_update_slice`
   (in place when the operand is dead afterwards), and their ``_in_dim`` / index forms;
-- math: :func:`rsqrt`;
+- elementwise math with jax.lax's dtype rules (no implicit promotion; floating functions
+  refuse integers): ``exp log tanh erf erfc erf_inv logistic rsqrt ... add sub mul div rem
+  max min pow clamp select convert_element_type`` and the comparisons ``eq ne lt le gt ge``;
 - sorting: :func:`top_k` (the ``k`` largest along an axis, ``k`` may be a symbolic dim).
 
 Each branch or loop body is traced once into a function of the compiled module and
@@ -22,13 +24,15 @@ names the carry a body changes). The implementation lives in ``relaxjax._lax``.
 """
 
 from relaxjax._lax import control as _control
+from relaxjax._lax import elementwise as _elementwise
 from relaxjax._lax import slicing as _slicing
 from relaxjax._lax import sorting as _sorting
 from relaxjax._lax.control import *  # noqa: F403
+from relaxjax._lax.elementwise import *  # noqa: F403
 from relaxjax._lax.slicing import *  # noqa: F403
 from relaxjax._lax.sorting import *  # noqa: F403
 
-__all__ = sorted({*_control.__all__, *_slicing.__all__, *_sorting.__all__})
+__all__ = sorted({*_control.__all__, *_elementwise.__all__, *_slicing.__all__, *_sorting.__all__})
 
 
 def __dir__() -> list[str]:

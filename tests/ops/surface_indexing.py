@@ -46,6 +46,24 @@ CASES = [
         dtype_sets=((D, "int64"), (I, "int8"), (B, I)),
     ),
     Case(
+        ("put", "put_along_axis"),
+        lambda m, x, i: (
+            m.put(x, i, 5, inplace=False),
+            m.put(x, i, 5, mode="clip", inplace=False),
+            m.put(x, i, 2, mode="wrap", inplace=False),
+            m.put(x, m.ravel(i)[:1], x[:1, :1] * 3, mode="wrap", inplace=False),
+            m.put(x, i[:, :2], x[0], mode="clip", inplace=False)[:1],
+            m.put_along_axis(x, i, 7, axis=1, inplace=False),
+            m.put_along_axis(x, i[:, :1], x[:, 1:2], axis=1, inplace=False),
+            m.put_along_axis(x, i[:, :1], x[:, :1], axis=-1, inplace=False, mode="clip"),
+            m.put_along_axis(x, m.ravel(i)[:1], 2, axis=None, inplace=False),
+        ),
+        (X, (("n", 3), I)),
+        data=_indices,
+        sizes=NONEMPTY,
+        dtype_sets=((D, "int64"), (I, "int8"), (B, I)),
+    ),
+    Case(
         ("choose", "select", "piecewise"),
         lambda m, a, x: (
             m.choose(a, [x, -x, 2 * x], mode="clip"),

@@ -376,7 +376,12 @@ CASES = [
             m.blackman(1),
             m.bartlett(0),
             m.kaiser(6, 2.5),
+            m.kaiser(x.shape[0], 3.5),
+            m.kaiser(4, x[0]),
+            m.kaiser(x.shape[0], x[-1]),
         ),
         (V,),
+        data=lambda rng, shape, dtype, k: rng.uniform(0.0, 6.0, size=shape).astype(dtype),
+        sizes=NONEMPTY,
     ),
 ]

@@ -13,7 +13,7 @@ import pytest
 import relaxjax as relax
 import relaxjax.numpy as rnp
 from relaxjax import arith
-from relaxjax._numpy import index_tricks, selection
+from relaxjax._numpy import index_tricks, selection, updates
 
 sys.path.insert(0, str(Path(__file__).parent))
 from surface_harness import check_eager, check_shapes, check_values, covered_names  # noqa: E402
@@ -23,7 +23,7 @@ IDS = [case.id for case in CASES]
 
 
 def test_every_name_has_a_case():
-    names = set(selection.__all__) | set(index_tricks.__all__)
+    names = set(selection.__all__) | set(index_tricks.__all__) | set(updates.__all__)
     assert names - covered_names(CASES) == set()
 
 
@@ -162,6 +162,28 @@ def test_index_objects_print_their_names():
             "either 1 or 2 functions",
         ),
         (lambda: rnp.place(np.ones(2), np.ones(2, bool), 1.0), ValueError, "inplace=False"),
+        (lambda: rnp.put(np.ones(2), [0], 1.0), ValueError, "Pass inplace=False"),
+        (
+            lambda: rnp.put(np.ones(2), [0], 1.0, mode="raise", inplace=False),
+            NotImplementedError,
+            "'raise' mode to jnp.put",
+        ),
+        (
+            lambda: rnp.put(np.ones(2), [0], 1.0, mode="x", inplace=False),
+            ValueError,
+            "mode should be one of 'wrap' or 'clip'; got mode='x'",
+        ),
+        (lambda: rnp.put_along_axis(np.ones(2), [0], 1.0, 0), ValueError, "inplace=False"),
+        (
+            lambda: rnp.put_along_axis(np.ones((2, 2)), np.ones(2, int), 1.0, 0, inplace=False),
+            ValueError,
+            "must have same ndim. Got arr.ndim=2 and indices.ndim=1",
+        ),
+        (
+            lambda: rnp.put_along_axis(np.ones(2), np.ones(1, int), [1, 2, 3], 0, inplace=False),
+            ValueError,
+            "'values' must be broadcastable to 'indices'",
+        ),
         (
             lambda: rnp.place(np.ones(2), np.ones(3, bool), 1.0, inplace=False),
             ValueError,

@@ -57,10 +57,11 @@ FAST = {"add", "gelu", "sum", "matmul", "transpose", "softmax", "layer_norm", "c
 
 #: Kernels written as statements (serial scans, or rows in parallel each a serial walk:
 #: ops/nonzero.py, ops/unique.py, ops/repeat.py, ops/sort.py, ops/scan.py, ops/search.py,
-#: ops/counting.py).
+#: ops/counting.py, ops/gather.py: scatter; loops with local state: ops/bitwise.py: gcd, lcm,
+#: ops/transcendental.py: i0, i0e).
 SERIAL_KERNELS = {
     "nonzero", "argwhere", "flatnonzero", "sort", "unique", "repeat", "cumsum", "cumprod",
-    "searchsorted", "bincount",
+    "searchsorted", "bincount", "scatter", "gcd", "lcm", "i0", "i0e",
 }  # fmt: skip
 
 

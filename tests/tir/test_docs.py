@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["buffer", "expr", "compute", "interpreter", "math", "functor"]
+MODULES = ["buffer", "expr", "compute", "interpreter", "math", "functor", "simt"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,5 +1,7 @@
 """The top-level names API.md promises, and the tutorial's examples (docs/tutorial.md)."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -214,3 +216,54 @@ def test_tutorial_deductions_that_use_the_programs_checks():
         return (x + 2.0) * y
 
     assert f(np.ones(3, np.int32), np.ones(3, np.float32)).dtype == np.float32
+
+
+def test_tutorial_other_libraries_pytrees_and_updates():
+    """docs/tutorial.md, section "Arrays from other libraries, pytrees, and .at updates"."""
+    import dataclasses
+    from typing import NamedTuple
+
+    import jax.numpy as jnp
+
+    assert relax.tree_util is importlib.import_module("relaxjax.tree_util")
+    x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+    y = relax.jit(lambda x: x * 2)(x)
+    back = jnp.from_dlpack(y)
+    assert type(y).__name__ == "ndarray" and back.unsafe_buffer_pointer() == y.ctypes.data
+
+    @dataclasses.dataclass
+    class Linear:
+        w: object
+        b: object
+        act: str = dataclasses.field(default="relu", metadata={"static": True})
+
+    relax.tree_util.register_dataclass(Linear)
+
+    class Out(NamedTuple):
+        y: object
+        aux: object
+
+    @relax.jit
+    def layer(p: Linear(relax.Tensor(("k", "m"), "float32"), relax.Tensor(("m",), "float32")), x):
+        y = x @ p.w + p.b
+        return Out(rnp.maximum(y, 0) if p.act == "relu" else rnp.tanh(y), None)
+
+    out = layer(
+        Linear(np.ones((3, 2), np.float32), np.zeros(2, np.float32)), np.ones((4, 3), np.float32)
+    )
+    assert (type(out).__name__, out.y.shape, out.aux) == ("Out", (4, 2), None)
+    shapes = relax.eval_shape(layer, x=relax.Tensor(("b", "k"), "float32"))
+    assert str(shapes) == 'Out(y=Tensor((b, m), "float32"), aux=None)'
+
+    @relax.jit
+    def write(
+        cache: relax.Tensor((2, "t", 4), "float32"),
+        kv: relax.Tensor((2, 4), "float32"),
+        pos: relax.Tensor((), "int32"),
+    ):
+        return cache.at[:, pos].set(kv), cache[:, [-1], :]
+
+    new, last = write(np.zeros((2, 5, 4), np.float32), np.ones((2, 4), np.float32), np.int32(3))
+    assert new[:, 3].tolist() == [[1.0] * 4, [1.0] * 4] and last.shape == (2, 1, 4)
+    counts = relax.jit(lambda i: rnp.zeros(4, "int32").at[i].add(1))(np.array([0, 2, 2, 7]))
+    assert counts.tolist() == [1, 0, 2, 0]

@@ -1,5 +1,5 @@
 """``relaxjax.lax``'s windows at run-time offsets: ``dynamic_slice`` and
-``dynamic_update_slice`` (and their ``_in_dim`` / index forms), and ``rsqrt``.
+``dynamic_update_slice`` (and their ``_in_dim`` / index forms).
 
 Each records one op (:mod:`relaxjax.ops.dynamic_slice`); the starts are run-time integers
 (traced scalars, Python ints, symbolic dims), clamped as jax clamps them. An update of a
@@ -20,7 +20,6 @@ __all__ = [
     "dynamic_update_index_in_dim",
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
-    "rsqrt",
 ]
 
 
@@ -151,8 +150,3 @@ def _axis(axis, ndim, api):
     if not -ndim <= axis < ndim:
         raise ValueError(f"{api}: axis {axis} is out of bounds for rank {ndim}")
     return axis % ndim
-
-
-def rsqrt(x):
-    """``jax.lax.rsqrt``: ``1 / sqrt(x)`` elementwise (floats; integers become floats)."""
-    return emit("rsqrt", (x,))

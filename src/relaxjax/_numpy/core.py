@@ -15,8 +15,10 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax._numpy.datadep import nonzero
+from relaxjax.dlpack import as_numpy
 from relaxjax.ops.creation import ArangeAttrs, FullAttrs, LikeAttrs, ShapeDtypeAttrs
 from relaxjax.ops.elementwise import AstypeAttrs, ClipAttrs
+from relaxjax.ops.manipulate import ExpandDimsAttrs
 from relaxjax.trace import Tracer, constant, emit
 
 # --------------------------------------------------------------------------- helpers
@@ -321,13 +323,29 @@ def arange(start, stop=None, step=None, dtype=None):
 # --------------------------------------------------------------------------- arrays
 
 
-def asarray(a: object, dtype: object = None, copy: object = None) -> object:
+def from_dlpack(x, /, *, device=None, copy=None):
+    """``jnp.from_dlpack``: the array of any object with ``__dlpack__`` (torch, jax, cupy
+    on the host), sharing its memory where the layout allows (``copy=True`` copies); a
+    constant of the program inside a trace."""
+    if not hasattr(x, "__dlpack__") or isinstance(x, type):
+        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method")
+    if device is not None and str(device).lower() not in ("cpu", "tfrt_cpu_0", "cpu:0"):
+        raise ValueError(f"from_dlpack: relaxjax arrays live on the host, got device={device!r}")
+    array = as_numpy(x)
+    return asarray(array.copy() if copy else array)
+
+
+def asarray(
+    a: object, dtype: object = None, order: object = None, *, copy: object = None
+) -> object:
     """``jnp.asarray``: ``a`` as a tensor (traced tensors pass through, cast to ``dtype``).
 
     Inside a trace, an array or nested sequence becomes a constant of the program, so
-    it can be indexed with symbolic bounds (``rnp.asarray(table)[:n]``).
+    it can be indexed with symbolic bounds (``rnp.asarray(table)[:n]``). ``order`` must be
+    None or ``"K"``, as jax's (arrays are row-major).
     """
     del copy  # arrays are immutable values here
+    _check_order(order)
     if isinstance(a, Tracer):
         return a if dtype is None or dtypes.canonical(dtype) == a.dtype else astype(a, dtype)
     if isinstance(a, bool | int | float) and dtype is None:
@@ -343,30 +361,28 @@ def asarray(a: object, dtype: object = None, copy: object = None) -> object:
     return constant(value if value.flags.c_contiguous else np.ascontiguousarray(value))
 
 
-def array(object: object, dtype: object = None, copy: bool = True) -> object:  # noqa: A002
-    """``jnp.array``: like :func:`asarray` (values are immutable, so no copy is observable)."""
-    return asarray(object, dtype)
+def array(
+    object: object, dtype: object = None, *, copy: bool = True, order: object = "K", ndmin: int = 0
+) -> object:  # noqa: A002
+    """``jnp.array``: like :func:`asarray` (values are immutable, so no copy is observable),
+    with ``ndmin`` leading size-1 axes added up to that rank."""
+    result = asarray(object, dtype, order)
+    missing = int(ndmin) - len(result.shape)
+    if missing <= 0:
+        return result
+    return emit("expand_dims", (result,), ExpandDimsAttrs(tuple(range(missing))))
 
 
-# dtype names, as jnp.float32 etc.
-bool_ = "bool"
-int8, int16, int32, int64, uint8 = "int8", "int16", "int32", "int64", "uint8"
-float16, bfloat16, float32, float64 = "float16", "bfloat16", "float32", "float64"
+def _check_order(order: object) -> None:
+    if order not in (None, "K"):
+        raise NotImplementedError(f"Only implemented for order='K', got order={order!r}")
+
 
 __all__ = [
     "abs",
     "array",
     "asarray",
-    "bool_",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
+    "from_dlpack",
     "absolute",
     "add",
     "arange",

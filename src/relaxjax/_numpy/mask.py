@@ -8,7 +8,9 @@ the gather is ``take`` of the mask's flat true positions (``flatnonzero``) along
 mask's axes (merged into one by a ``reshape`` when ``m != 1``). A mask that is a numpy
 array (known while tracing) gives a static size, as in jax.
 
-Used by indexing (:func:`relaxjax._numpy.shape.getitem`) and ``compress``.
+Used by indexing (:mod:`relaxjax._numpy.index`: a mask alone is gathered with ``take``,
+a mask among other array indices becomes its ``nonzero()`` index arrays) and
+``compress``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from relaxjax.trace import Tracer, current, data_dependent_size, emit, match_cas
 
 Dim = arith.Dim
 
-__all__ = ["count_size", "is_mask", "mask_ndim", "take_masked"]
+__all__ = ["count_size", "is_mask", "mask_indices", "mask_ndim", "take_masked"]
 
 
 def is_mask(entry: object) -> bool:
@@ -100,6 +102,19 @@ def take_masked(x: object, mask: object, axis: int) -> object:
         merged = shape[:axis] + (_product(covered),) + shape[axis + m :]
         x = emit("reshape", (x,), ReshapeAttrs(merged))
     return emit("take", (x, positions), TakeAttrs(axis, "index"))
+
+
+def mask_indices(x_shape: Sequence[Dim], mask: object, axis: int) -> list:
+    """The integer index arrays equivalent to ``mask`` on the axes ``[axis, axis +
+    mask.ndim)`` of an array of ``x_shape`` (numpy: a mask indexes like its ``nonzero()``),
+    one per mask axis, each of the data-dependent length ``k`` (numpy arrays for a numpy
+    mask while tracing: a static length)."""
+    mask = _check_mask_shape(x_shape, mask, axis)
+    covered = tuple(x_shape[axis : axis + mask_ndim(mask)])
+    size = count_size(mask, _product(covered))
+    if isinstance(mask, Tracer) or current() is None:
+        return list(emit("nonzero", (mask,), NonzeroAttrs(size, (), index_dtype(()))))
+    return [p.astype(np.int64) for p in np.nonzero(mask)]
 
 
 def _product(dims: Sequence[Dim]) -> Dim:

@@ -1,6 +1,6 @@
 """The jax.numpy-named wrappers of the reduction, linear-algebra, shape-manipulation and
-indexing ops (re-exported by :mod:`relaxjax.numpy`), and :func:`getitem`, which
-implements ``x[key]`` for traced tensors.
+indexing ops (re-exported by :mod:`relaxjax.numpy`); ``x[key]`` (:func:`getitem`,
+re-exported here) is in :mod:`relaxjax._numpy.index`.
 
 Every wrapper normalises its Python-level arguments (axis tuples, negative axes
 when the rank is known, ``pad_width`` forms, ``axis=None`` flattening) into the op's
@@ -14,21 +14,20 @@ Tensor((n,), "float32")
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 
 import numpy as np
 
 from relaxjax import arith, dtypes
-from relaxjax._numpy.mask import is_mask, mask_ndim, take_masked
-from relaxjax.errors import ShapeError, TraceError
+from relaxjax._numpy.index import getitem
+from relaxjax.errors import ShapeError
 from relaxjax.ir import PrimInfo, TensorInfo
 from relaxjax.ops import attention as _attention  # noqa: F401 - registers the op
 from relaxjax.ops.arg_reduction import ArgReduceAttrs
 from relaxjax.ops.axes import normalize_axes
 from relaxjax.ops.base import as_tensor_info
 from relaxjax.ops.elementwise import AstypeAttrs
-from relaxjax.ops.index import StridedSliceAttrs, TakeAttrs
+from relaxjax.ops.index import TakeAttrs
 from relaxjax.ops.join import AxisAttrs, SplitAttrs
 from relaxjax.ops.linalg import EinsumAttrs
 from relaxjax.ops.manipulate import (
@@ -406,137 +405,3 @@ def _index_array(indices: object) -> object:
     if isinstance(indices, (Tracer, np.ndarray, bool, int, np.integer)):
         return np.asarray(indices) if isinstance(indices, np.integer) else indices
     return np.asarray(indices)
-
-
-def _is_array_index(entry: object) -> bool:
-    return isinstance(entry, (Tracer, np.ndarray)) or is_mask(entry)
-
-
-def _consumed(entry: object) -> int:
-    """How many axes of the array an index entry consumes (a mask: its rank)."""
-    if entry is None or entry is Ellipsis:
-        return 0
-    return mask_ndim(entry) if is_mask(entry) else 1
-
-
-def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
-    consuming = builtins.sum(_consumed(e) for e in key)
-    if consuming > ndim:
-        raise ShapeError(
-            f"too many indices for array: array is {ndim}-dimensional, but {consuming} were indexed"
-        )
-    ellipses = [i for i, e in enumerate(key) if e is Ellipsis]
-    if len(ellipses) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    fill = (slice(None),) * (ndim - consuming)
-    if not ellipses:
-        return key + fill
-    at = ellipses[0]
-    return key[:at] + fill + key[at + 1 :]
-
-
-def _check_entry(entry: object) -> None:
-    if isinstance(entry, list):
-        raise TypeError(
-            "Using a non-tuple sequence for multidimensional indexing is not allowed; "
-            "use x[np.array(seq)] instead of x[seq]"
-        )
-
-
-def _slice_bound(value: object, what: str) -> Dim | None:
-    if value is None:
-        return None
-    if isinstance(value, Tracer):
-        raise TypeError(f"slice {what} must be a static int or a symbolic dim, got a traced value")
-    return _dim(value, f"slice {what}")
-
-
-def _array_position(key: tuple) -> int | None:
-    """The position of the one integer-array index in ``key`` (None if there is none).
-
-    numpy moves the result axes of non-adjacent advanced indices (arrays and ints
-    together) to the front; only the adjacent case, where they stay in place, is
-    supported.
-    """
-    arrays = [i for i, e in enumerate(key) if _is_array_index(e)]
-    if not arrays:
-        return None
-    if len(arrays) > 1:
-        raise TraceError(
-            f"only one array index (an integer array or a boolean mask) is supported, got {key!r}"
-        )
-    advanced = [i for i, e in enumerate(key) if _is_array_index(e) or _is_int_index(e)]
-    if advanced != list(range(advanced[0], advanced[-1] + 1)):
-        raise TraceError(
-            "an integer array index separated from integer indices moves the result axes to "
-            f"the front (numpy's rule), which is not supported: {key!r}"
-        )
-    return arrays[0]
-
-
-def _is_int_index(entry: object) -> bool:
-    return entry is not None and not isinstance(entry, slice) and not _is_array_index(entry)
-
-
-def _basic(x, key: tuple):
-    """Basic indexing: one strided_slice for the ints and slices, then new axes."""
-    axes, begin, end, step, drop, new_axes = [], [], [], [], [], []
-    axis = out_position = 0
-    for entry in key:
-        if entry is None:
-            new_axes.append(out_position)
-            out_position += 1
-            continue
-        if isinstance(entry, slice):
-            if entry != slice(None):
-                axes.append(axis)
-                begin.append(_slice_bound(entry.start, "start"))
-                end.append(_slice_bound(entry.stop, "stop"))
-                step.append(1 if entry.step is None else _slice_bound(entry.step, "step"))
-            out_position += 1
-        else:
-            index = _dim(entry, "an index")
-            axes.append(axis)
-            begin.append(index)
-            end.append(None if isinstance(index, int) and index == -1 else index + 1)
-            step.append(1)
-            drop.append(axis)
-        axis += 1
-    result = x
-    if axes:
-        attrs = StridedSliceAttrs(tuple(axes), tuple(begin), tuple(end), tuple(step), tuple(drop))
-        result = emit("strided_slice", (x,), attrs)
-    if new_axes:
-        result = emit("expand_dims", (result,), ExpandDimsAttrs(tuple(new_axes)))
-    return result
-
-
-def getitem(x, key):
-    """``x[key]`` with numpy basic indexing (ints, slices with int or symbolic bounds,
-    ``None``, ``...``) and at most one array index: an integer array (or traced integer),
-    whose gathered axes replace the indexed axis (``x[i]``, ``x[:, i]``, ``x[1:, i, 0]``),
-    or a boolean mask, whose axes are replaced by one axis of the data-dependent length
-    ``k`` (``x[mask]``, ``x[:, mask]``, ``x[mask, 1:]``, ``x[mask, 0]``; see
-    :mod:`relaxjax._numpy.mask`).
-
-    Array indices count from the end when negative and are clamped to the axis, as
-    jax's indexing does. An array index separated from integer indices by a slice
-    (numpy then moves the result axes to the front) is refused, as are two array indices.
-    """
-    key = key if isinstance(key, tuple) else (key,)
-    for entry in key:
-        _check_entry(entry)
-    ndim = _rank(x)
-    if ndim is None:
-        raise TraceError("indexing needs the rank of the array; give it one with relax.match_cast")
-    key = _expand_ellipsis(key, ndim)
-    at = _array_position(key)
-    if at is None:
-        return _basic(x, key)
-    entry = key[at]
-    covered = mask_ndim(entry) if is_mask(entry) else 1
-    sliced = _basic(x, key[:at] + (slice(None),) * covered + key[at + 1 :])
-    axis = builtins.sum(1 for e in key[:at] if e is None or isinstance(e, slice))
-    if is_mask(entry):
-        return take_masked(sliced, entry, axis)
-    return emit("take", (sliced, entry), TakeAttrs(axis, "index"))

@@ -31,7 +31,7 @@ from relaxjax._numpy.index_tricks import diag
 from relaxjax._numpy.manipulation import atleast_2d, moveaxis, ravel
 from relaxjax._numpy.reduction import sum as _sum
 from relaxjax._numpy.shape import broadcast_to, concatenate, expand_dims, getitem, squeeze
-from relaxjax.errors import TraceError
+from relaxjax._numpy.ufuncs import i0
 from relaxjax.ops.base import normalize_axis
 from relaxjax.ops.index import TakeAttrs
 from relaxjax.trace import emit
@@ -394,12 +394,15 @@ def hanning(M):  # noqa: N803
 
 def kaiser(M, beta):  # noqa: N803
     """``jnp.kaiser``: the Kaiser window of ``M`` points and shape ``beta``. A static
-    ``M`` and ``beta`` give numpy's values as a constant; others need the Bessel function
-    ``i0``, which relaxjax does not compute yet."""
-    if isinstance(M, arith.Expr) or not isinstance(beta, (int, float, np.number)):
-        raise TraceError(
-            "kaiser: a symbolic M or a traced beta needs the Bessel function i0, which "
-            "relaxjax does not compute; pass static values"
-        )
-    size = static_index(M, "M argument of jnp.kaiser")
-    return asarray(np.kaiser(size, float(beta)).astype(np.float64))
+    ``M`` and ``beta`` give numpy's values as a constant; a symbolic ``M`` or a traced
+    ``beta`` compute jax's ``i0(beta * sqrt(1 - ((n - a) / a) ** 2)) / i0(beta)``,
+    ``a = (M - 1) / 2`` (ones when ``M <= 1``)."""
+    if not isinstance(M, arith.Expr) and isinstance(beta, (int, float, np.number)):
+        size = static_index(M, "M argument of jnp.kaiser")
+        return asarray(np.kaiser(size, float(beta)).astype(np.float64))
+    beta = array_operand(beta)
+
+    def formula(n: object, d: object) -> object:
+        return i0(beta * sqrt(1 - ((2 * n - d) / d) ** 2)) / i0(beta)
+
+    return _window("kaiser", M, formula)

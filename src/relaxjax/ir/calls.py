@@ -226,11 +226,10 @@ def _same_dtype(expected: str, given: str, what: str) -> None:
 
 def _linear(dim: Dim, symbol: Sym) -> tuple[int, Dim] | None:
     """``(a, rest)`` with ``dim == a * symbol + rest``, ``a > 0`` an int, or None."""
-    rest = arith.subs(dim, {symbol: 0})
-    step = arith.subs(dim, {symbol: 1}) - rest
-    if not isinstance(step, int) or step <= 0 or step * symbol + rest != dim:
+    found = arith.linear_in(dim, symbol)
+    if found is None or not isinstance(found[0], int) or found[0] <= 0:
         return None
-    return step, rest
+    return found
 
 
 def _bind(

@@ -185,7 +185,7 @@ def _fill_info(
 
 
 def _fill_reference(fill: object, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    values = np.asarray(fill).astype(dtypes.to_numpy(dtype))
+    values = dtypes.convert(fill, dtype)
     return np.array(np.broadcast_to(values, shape))
 
 

@@ -42,7 +42,8 @@ class AstypeAttrs:
 
 @register
 class Astype(UnaryOp):
-    """Convert to ``attrs.dtype`` (floats to ints truncate toward zero; nonzero -> True)."""
+    """Convert to ``attrs.dtype`` by jax's rules (``dtypes.convert``: floats to ints
+    truncate toward zero and saturate, NaN gives 0; nonzero -> True)."""
 
     name = "astype"
     Attrs = AstypeAttrs
@@ -53,10 +54,7 @@ class Astype(UnaryOp):
 
     def reference(self, *arrays: object, attrs: object = None) -> np.ndarray:
         (x,) = arrays
-        source = reference_input(x)
-        if dtypes.is_bool(attrs.dtype):
-            return source != 0
-        return source.astype(dtypes.to_numpy(attrs.dtype))
+        return dtypes.convert(reference_input(x), attrs.dtype)
 
     def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
         return x

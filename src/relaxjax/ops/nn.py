@@ -36,16 +36,9 @@ from relaxjax.ops.base import (
     with_dtype,
 )
 from relaxjax.ops.kernel import KernelDims, convert, placeholders, single_input
+from relaxjax.ops.transcendental import erf_reference
 from relaxjax.ops.unary import FloatOnlyUnaryOp, FloatUnaryOp, OperandType, UnaryOp
 from relaxjax.tir import PrimExpr, PrimFunc, te
-
-_ERF = np.frompyfunc(math.erf, 1, 1)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    values = np.asarray(x)
-    return np.asarray(_ERF(values.astype(np.float64)), dtype=np.float64).astype(values.dtype)
-
 
 # --------------------------------------------------------------------------- activations
 
@@ -118,7 +111,7 @@ class Gelu(FloatUnaryOp):
         if attrs.approximate:
             inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
             return 0.5 * x * (1 + np.tanh(inner))
-        return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+        return 0.5 * x * (1 + erf_reference(x / math.sqrt(2)))
 
     def scalar(self, x: PrimExpr, attrs: object) -> PrimExpr:
         half, one = tir.const(0.5, x.dtype), tir.const(1.0, x.dtype)

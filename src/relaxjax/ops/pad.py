@@ -88,7 +88,7 @@ class Pad(Op):
         _, x = single_input(arg_infos)
         widths = attrs.widths(self.name, x.ndim)
         shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
-        value = np.asarray(attrs.constant_value).astype(dtypes.to_numpy(x.dtype)).item()
+        value = dtypes.convert(attrs.constant_value, x.dtype).item()
         fill = as_expr(value, x.dtype)
 
         def body(*indices: object) -> PrimExpr:

@@ -361,7 +361,7 @@ class _Extremum(AxesReduction):
 def initial_value(initial: bool | int | float, dtype: str) -> np.ndarray:
     """``initial`` as a 0-d array of ``dtype`` (the wrapper converted it already, so this
     is exact; bool ``True``/``False`` compare as 1/0 in int8 kernels)."""
-    return np.asarray(initial).astype(dtypes.to_numpy(dtype))
+    return dtypes.convert(initial, dtype)
 
 
 @register

@@ -124,4 +124,3 @@ def inplace_updates(mod: IRModule) -> IRModule:
     for name, kernel in kernels.new.items():
         result = result.with_function(name, kernel)
     return result
-

@@ -35,6 +35,7 @@ import numpy as np
 
 from relaxjax import arith, dtypes
 from relaxjax.arith import Sym
+from relaxjax.dlpack import as_numpy
 from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import PrimInfo, TensorInfo, Var, is_dim_value
 from relaxjax.runtime import messages
@@ -84,8 +85,10 @@ def _as_array(value: object, dtype: str, what: str, expected: str) -> np.ndarray
             ) from None
     if isinstance(value, np.ndarray):
         array = value
-    elif isinstance(value, np.generic) or hasattr(value, "__array__"):
+    elif isinstance(value, np.generic):
         array = np.asarray(value)
+    elif hasattr(value, "__dlpack__") or hasattr(value, "__array__"):
+        array = _foreign_array(value, what)
     else:
         raise TypeError(f"{what}: expected {expected}, got {messages.type_name(value)}")
     if array.dtype == target:
@@ -93,6 +96,15 @@ def _as_array(value: object, dtype: str, what: str, expected: str) -> np.ndarray
     if array.dtype.newbyteorder("=") == target:
         return array.astype(target)
     raise TypeError(f"{what}: expected dtype {dtype}, got {array.dtype}")
+
+
+def _foreign_array(value: object, what: str) -> np.ndarray:
+    """An array of another library (torch, jax, cupy in host memory) as a numpy array
+    sharing its memory where the layout allows (DLPack, :func:`relaxjax.dlpack.as_numpy`)."""
+    try:
+        return as_numpy(value)
+    except TypeError as error:
+        raise TypeError(f"{what}: {error}") from None
 
 
 def coerce_array(info: TensorInfo, what: str) -> Callable[[object], np.ndarray]:

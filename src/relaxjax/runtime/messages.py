@@ -15,6 +15,7 @@ from relaxjax.arith import Dim, Sym
 from relaxjax.errors import ShapeError
 from relaxjax.ir import Check, PrimInfo, StructInfo, TensorInfo, format_dims
 from relaxjax.runtime.env import BindingSite
+from relaxjax.trace.spec import describe_value
 
 #: The range of the int64 values kernels take for symbols.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -39,18 +40,8 @@ def shape_text(shape: Sequence[int]) -> str:
 
 
 def type_name(value: object) -> str:
-    """What a value is, for "got ..." in messages: ``None``, an array's type, shape and
-    dtype, or another value's type and a short repr (``str 'abc'``)."""
-    if value is None:
-        return "None"
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"{type(value).__name__} of shape {shape_text(shape)} and dtype {dtype}"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    """What a value is, for "got ..." in messages (``trace.spec.describe_value``)."""
+    return describe_value(value)
 
 
 def expected_text(info: StructInfo) -> str:

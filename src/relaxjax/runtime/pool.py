@@ -14,8 +14,10 @@ which ``sys.getrefcount`` tells. No finaliser runs on the caller's side, and a
 block cannot come back while any array still reaches its memory.
 
 Small arrays (under ``min_bytes``) come from ``np.empty``, whose allocator already
-reuses them cheaply. Blocks are grouped in size classes (eight per power of two,
-so a block is at most 12.5% larger than asked): a symbolic dimension that changes
+reuses them cheaply (over-allocated by 64 bytes, so that they too start on a 64-byte
+boundary, which jax needs to import a result through DLPack without copying it).
+Blocks are grouped in size classes (eight per power of two, so a block is at most
+12.5% larger than asked): a symbolic dimension that changes
 a little between calls still finds its block. The pool holds at most
 ``max_bytes``; to stay under it, it drops free blocks, and beyond that lends
 blocks it does not keep.
@@ -23,6 +25,7 @@ blocks it does not keep.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import threading
@@ -48,6 +51,21 @@ def _new_block(capacity: int) -> tuple[np.ndarray, int]:
     """A block of ``capacity`` usable bytes and the offset of its first aligned byte."""
     block = np.empty(capacity + _ALIGNMENT, _U8)
     return block, -block.ctypes.data % _ALIGNMENT
+
+
+_address = ctypes.addressof
+_byte_at = ctypes.c_byte.from_buffer
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
+    """A small uninitialised array starting on an ``_ALIGNMENT`` boundary (numpy's own
+    allocations are 16-byte aligned): jax imports results through DLPack without a copy
+    only when they are 64-byte aligned."""
+    if nbytes == 0:
+        return np.empty(shape, dtype)
+    block = np.empty(nbytes + _ALIGNMENT, _U8)
+    offset = -_address(_byte_at(block)) % _ALIGNMENT
+    return np.ndarray(shape, dtype, buffer=block, offset=offset)
 
 
 def _free_refcount() -> int:
@@ -80,7 +98,7 @@ class BufferPool:
         for extent in shape:
             nbytes *= extent
         if nbytes < self.min_bytes:
-            return np.empty(shape, dtype)
+            return _aligned_empty(shape, dtype, nbytes)
         with self._lock:  # the array must reference its block before another take scans it
             block, offset = self._take(size_class(nbytes))
             return np.ndarray(shape, dtype, buffer=block, offset=offset)

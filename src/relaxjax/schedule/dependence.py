@@ -214,7 +214,7 @@ def _subs(dim: Dim | PrimExpr, binding: Mapping[str, Dim]) -> Dim | PrimExpr:
     return arith.subs(dim, binding)
 
 
-def _apart(e1, e2, var: arith.Sym, relax: tuple[LoopRange, ...]) -> bool:
+def apart(e1, e2, var: arith.Sym, relax: tuple[LoopRange, ...]) -> bool:
     """Whether ``e1`` at one value of ``var`` and ``e2`` at another always differ, the
     loops in ``relax`` taking any values in their ranges."""
     if isinstance(e1, PrimExpr) or isinstance(e2, PrimExpr):
@@ -253,11 +253,11 @@ def _instance_accesses(instance: _Instance):
     return result
 
 
-def _cross_block(instances, var: arith.Sym) -> str | None:
+def _cross_block(instances, var: arith.Sym, private: frozenset[Buffer]) -> str | None:
     per_instance = [(inst, _instance_accesses(inst)) for inst in instances]
     for inst_a, accesses_a in per_instance:
         for buffer, idx_a, is_write, inner_a in accesses_a:
-            if not is_write:
+            if not is_write or buffer in private:
                 continue
             for inst_b, accesses_b in per_instance:
                 if inst_b is inst_a:
@@ -268,7 +268,7 @@ def _cross_block(instances, var: arith.Sym) -> str | None:
                     outer = _relax_for(inst_a, var)
                     outer += tuple(r for r in _relax_for(inst_b, var) if r not in outer)
                     relax = outer + inner_a + inner_b
-                    if not any(_apart(x, y, var, relax) for x, y in zip(idx_a, idx_b)):
+                    if not any(apart(x, y, var, relax) for x, y in zip(idx_a, idx_b)):
                         return (
                             f"blocks {inst_a.realize.block.name!r} and "
                             f"{inst_b.realize.block.name!r} may access the same element of "
@@ -281,11 +281,13 @@ def _relax_for(instance: _Instance, var: arith.Sym) -> tuple[LoopRange, ...]:
     return tuple(r for r in instance.loops if r[0] != var)
 
 
-def _block_carried(instance: _Instance, var: arith.Sym, lets: set[str]) -> Carried:
+def _block_carried(
+    instance: _Instance, var: arith.Sym, lets: set[str], private: frozenset[Buffer]
+) -> Carried:
     block = instance.realize.block
     facts = block_facts(block)
     values = instance.realize.iter_values
-    written = [b.name for b, _ in facts.write_indices]
+    written = [b.name for b, _ in facts.write_indices if b not in private]
     if not any(_uses_any(v, {var.name}) for v in values):
         if not written:
             return Carried("none")
@@ -304,7 +306,7 @@ def _block_carried(instance: _Instance, var: arith.Sym, lets: set[str]) -> Carri
             "dependent",
             f"loop {var.name} binds both spatial and reduction iterators of block {block.name!r}",
         )
-    if kinds == {"reduce"}:
+    if kinds == {"reduce"} and written:
         return Carried(
             "reduction",
             f"loop {var.name} is a reduction loop of block {block.name!r}: its iterations "
@@ -317,7 +319,7 @@ def _block_carried(instance: _Instance, var: arith.Sym, lets: set[str]) -> Carri
     ):
         return Carried("dependent", f"a loop above block {block.name!r} does not start at 0")
     spatial = [v for iv, v in zip(block.iter_vars, values) if iv.kind == "spatial"]
-    if not determines(spatial, var.name, loops):
+    if written and not determines(spatial, var.name, loops):
         return Carried(
             "dependent",
             f"cannot prove that different iterations of loop {var.name} write different "
@@ -327,10 +329,11 @@ def _block_carried(instance: _Instance, var: arith.Sym, lets: set[str]) -> Carri
     return Carried("none")
 
 
-def carried(root: Stmt, var: arith.Sym) -> Carried:
+def carried(root: Stmt, var: arith.Sym, private: frozenset[Buffer] = frozenset()) -> Carried:
     """The dependence loop ``var`` carries among the block instances under ``root``
     (a loop at or above it; the loops under ``root`` other than ``var`` may take any
-    value in their ranges)."""
+    value in their ranges). Buffers in ``private`` are private to the iterations of
+    the loop (each has its own copy, :mod:`.privatize`): they carry nothing."""
     collected = _instances(root)
     if collected.problem is not None:
         return Carried("dependent", collected.problem)
@@ -338,7 +341,7 @@ def carried(root: Stmt, var: arith.Sym) -> Carried:
         return Carried("none")
     result = Carried("none")
     for instance in collected.instances:
-        found = _block_carried(instance, var, collected.lets)
+        found = _block_carried(instance, var, collected.lets, private)
         if found.kind == "dependent":
             return found
         if found.kind == "reduction":
@@ -346,7 +349,7 @@ def carried(root: Stmt, var: arith.Sym) -> Carried:
             reason = result.reason or found.reason
             result = Carried("reduction", reason, commutative)
     if len(collected.instances) > 1:
-        problem = _cross_block(collected.instances, var)
+        problem = _cross_block(collected.instances, var, private)
         if problem is not None:
             return Carried("dependent", problem)
     return result

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from relaxjax.arith import Dim
 from relaxjax.schedule.step import Step, fail
 from relaxjax.schedule.tree import Site, find_sites, replace
-from relaxjax.tir.buffer import Buffer
+from relaxjax.tir.buffer import SCOPES, Buffer
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtMutator
 from relaxjax.tir.stmt import Block, BlockRealize
@@ -137,3 +137,23 @@ def storage_align(
         owner.iter_values, owner.predicate, with_requests(owner.block, new.name, requests)
     )
     return Step(func.with_body(replace(body, owner, realize)))
+
+
+def set_scope(func: PrimFunc, site: Site, buffer_index: int, scope: str) -> Step:
+    """Moves the intermediate buffer the block at ``site`` writes
+    (``block.writes[buffer_index]``) to storage ``scope``; only where it lives changes."""
+    primitive = "set_scope"
+    block = site.node.block
+    if not isinstance(buffer_index, int) or not 0 <= buffer_index < len(block.writes):
+        raise fail(
+            primitive,
+            f"block {block.name!r} writes {len(block.writes)} buffer(s); buffer_index "
+            f"{buffer_index!r} is out of range",
+        )
+    if scope not in SCOPES:
+        raise fail(primitive, f"scope must be one of {SCOPES}, got {scope!r}")
+    buffer = block.writes[buffer_index].buffer
+    if _allocating_block(func, buffer) is None:
+        raise fail(primitive, f"{buffer.name} is a parameter of the kernel; it stays global")
+    new = Buffer(buffer.name, buffer.shape, buffer.dtype, buffer.strides, scope)
+    return Step(func.with_body(_Restride(buffer, new).visit_stmt(func.body)))

@@ -14,7 +14,8 @@ from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.schedule.dependence import carried
 from relaxjax.schedule.itermap import ceildiv
-from relaxjax.schedule.step import Step, fail, require_serial
+from relaxjax.schedule.privatize import thread_private
+from relaxjax.schedule.step import Step, fail, require_serial, thread_reduction
 from relaxjax.schedule.tree import (
     Namer,
     Site,
@@ -358,8 +359,9 @@ def set_kind(
     if loop.kind != "serial":
         raise fail(primitive, f"loop {loop.var.name} is already {loop.kind}", (loop,))
     if kind in _VERBS:
-        found = carried(loop, loop.var)
-        if found.kind != "none":
+        private = thread_private(site, thread_tag) if kind == "thread_binding" else frozenset()
+        found = carried(loop, loop.var, private)
+        if found.kind != "none" and not thread_reduction(found, thread_tag):
             raise fail(
                 primitive,
                 f"cannot {_VERBS[kind]} loop {loop.var.name}: {found.reason}",

@@ -161,13 +161,14 @@ def decompose_reduction(func: PrimFunc, namer: Namer, site: Site, loop_site: Sit
 _IDENTITY = {"+": 0, "*": 1}
 
 
-def _identity(op: str, dtype: str) -> PrimExpr:
+def identity(op: str, dtype: str) -> PrimExpr:
+    """The identity of the reduction ``op`` (+ * min max) in ``dtype``."""
     if op in _IDENTITY:
         return const(_IDENTITY[op], dtype)
     return min_value(dtype) if op == "max" else max_value(dtype)
 
 
-def _update(primitive: str, block: Block) -> tuple[BufferStore, str, PrimExpr, bool]:
+def reduction_update(primitive: str, block: Block) -> tuple[BufferStore, str, PrimExpr, bool]:
     """``(store, op, rhs, accumulator_first)`` of ``W[I] = W[I] op rhs``."""
     body = block.body
     problem = f"block {block.name!r} is not a reduction W[I] = W[I] op rhs with op in + * min max"
@@ -223,7 +224,7 @@ def rfactor(
     facts = block_facts(block)
     if facts.problem is not None:
         raise fail(primitive, facts.problem)
-    store, op, rhs, first = _update(primitive, block)
+    store, op, rhs, first = reduction_update(primitive, block)
     if _feeds(realize, loop) != {"reduce"}:
         raise fail(
             primitive, f"loop {loop.var.name} is not a reduction loop of block {block.name!r}"
@@ -306,7 +307,7 @@ def _rf_init(namer: Namer, rf_buffer: Buffer, op: str) -> tuple[Stmt, str]:
     ivs = [
         IterVar(namer.fresh_sym(f"v_ax{k}"), d, "spatial") for k, d in enumerate(rf_buffer.shape)
     ]
-    store = BufferStore(rf_buffer, _identity(op, rf_buffer.dtype), tuple(iv.var for iv in ivs))
+    store = BufferStore(rf_buffer, identity(op, rf_buffer.dtype), tuple(iv.var for iv in ivs))
     name = namer.fresh(f"{rf_buffer.name}_init")
     realize = BlockRealize(tuple(v for v, _ in loops), True, _make_block(name, ivs, None, store))
     return _nest(loops, realize), name

@@ -355,7 +355,11 @@ class Schedule:
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
         """Binds ``loop`` to a GPU thread axis (``"blockIdx.x"``, ``"threadIdx.x"``...):
         ``for i in thread_binding(n, thread="blockIdx.x")``. Same conditions as
-        :meth:`parallel`; the GPU backend checks the launch limits."""
+        :meth:`parallel`, except that a reduction loop with a ``+ * min max`` update may
+        be bound to ``threadIdx`` (a cross-thread reduction), and shared (local) buffers
+        private to the iterations of a ``blockIdx`` (thread) loop are no conflict
+        (:mod:`relaxjax.schedule.privatize`). :func:`relaxjax.schedule.gpu.finish_gpu`
+        turns the bound kernel into launches and checks the launch limits."""
         self._kind("bind", loop, "thread_binding", thread_axis)
 
     def _kind(self, primitive: str, loop: LoopRV, kind: str, tag: str | None = None) -> None:
@@ -674,3 +678,16 @@ class Schedule:
         step = layout_prims.storage_align(self._func, site, buffer_index, axis, factor, offset)
         self._apply(step, (), "storage_align")
         self._record("storage_align", (block, buffer_index, axis, factor, offset), {}, None)
+
+    def set_scope(self, block: BlockRV, buffer_index: int, scope: str) -> None:
+        """Moves the intermediate buffer ``block`` writes (``writes[buffer_index]``) to
+        ``scope`` (``"global"``, ``"shared"``, ``"local"``):
+        ``S = alloc_buffer((n,), "float32")`` becomes ``alloc_buffer((n,), "float32",
+        scope="shared")``. The loop form means the same; on the GPU a shared buffer is
+        per thread block and a local one per thread, which ``bind`` and
+        :func:`relaxjax.schedule.gpu.finish_gpu` check. Raises ScheduleError for a
+        parameter, an unknown scope, or a result that makes a thread-bound loop unsound."""
+        site = self._block("set_scope", block)
+        step = layout_prims.set_scope(self._func, site, buffer_index, scope)
+        self._apply(step, (), "set_scope")
+        self._record("set_scope", (block, buffer_index, scope), {}, None)

@@ -39,19 +39,33 @@ def check_parallel_loops(primitive: str, func: PrimFunc) -> None:
     """Refuse a result in which a parallel, vectorized or thread-bound loop carries a
     dependence (a block moved under it may make its iterations conflict)."""
     from relaxjax.schedule.dependence import carried
+    from relaxjax.schedule.privatize import thread_private
     from relaxjax.schedule.tree import find_sites
 
     for site in find_sites(func.body, lambda s: isinstance(s, For) and s.kind != "serial"):
         loop = site.node
         if loop.kind == "unrolled":
             continue
-        found = carried(loop, loop.var)
-        if found.kind != "none":
+        private = thread_private(site) if loop.kind == "thread_binding" else frozenset()
+        found = carried(loop, loop.var, private)
+        if found.kind != "none" and not thread_reduction(found, loop.thread_tag):
             raise fail(
                 primitive,
                 f"the result would make {loop.kind} loop {loop.var.name} unsound: {found.reason}",
                 (loop,),
             )
+
+
+def thread_reduction(found, tag: str | None) -> bool:
+    """A loop bound to ``threadIdx`` may carry a commutative reduction: the threads
+    combine their partial results (a cross-thread reduction, lowered with warp
+    shuffles by :mod:`relaxjax.schedule.gpu`)."""
+    return (
+        found.kind == "reduction"
+        and found.commutative
+        and tag is not None
+        and tag.startswith("threadIdx")
+    )
 
 
 def complete_blocks(func: PrimFunc) -> set[str]:

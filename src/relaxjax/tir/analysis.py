@@ -125,6 +125,32 @@ def relax_dim(dim: Dim, loops: tuple[tuple[arith.Sym, Dim, Dim | None], ...]):
     return low, high
 
 
+def relax_index(dim: Dim, loops: tuple[tuple[arith.Sym, Dim, Dim | None], ...]):
+    """Like :func:`relax_dim`, and also for indices that are not affine in the loops
+    (splits such as ``f // 8``, ``f % 8``) when they separate as ``base + g`` with
+    ``base`` free of the loops and ``g`` over loops of constant ranges only: then ``g``
+    is bounded by :func:`relaxjax.arith.bounds`. None when neither applies."""
+    relaxed = relax_dim(dim, loops)
+    if relaxed is not None or isinstance(dim, int):
+        return relaxed
+    names = {var.name: (start, extent) for var, start, extent in loops}
+    used = {s.name for s in arith.free_symbols(dim)} & set(names)
+    base = arith.subs(dim, {name: 0 for name in used})
+    rest = dim - base
+    if not isinstance(rest, int) and {s.name for s in arith.free_symbols(rest)} - used:
+        return None
+    ranges = {}
+    for name in used:
+        start, extent = names[name]
+        if not isinstance(start, int) or not isinstance(extent, int) or extent <= 0:
+            return None
+        ranges[name] = (start, start + extent - 1)
+    low, high = arith.bounds(rest, ranges)
+    if low is None or high is None:
+        return None
+    return base + low, base + high
+
+
 def _access_ranges(access: Access) -> tuple[Range, ...]:
     ranges = []
     for axis, index in enumerate(access.indices):

@@ -33,7 +33,7 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.arith import Dim
 from relaxjax.tir.buffer import Buffer, as_dim, check_name
-from relaxjax.tir.intrinsics import INTRINSICS, LAZY_SELECT
+from relaxjax.tir.intrinsics import INTRINSICS, LAZY_SELECT, SHUFFLES, SYNCTHREADS
 
 INDEX_DTYPE = "int64"
 
@@ -425,11 +425,18 @@ class Call(PrimExpr):
                 raise ValueError(f"{LAZY_SELECT} takes 3 arguments, got {len(args)}")
             _check_select(LAZY_SELECT, *args)
             return
+        if self.intrinsic == SYNCTHREADS:
+            if args:
+                raise ValueError(f"{SYNCTHREADS} takes no arguments, got {len(args)}")
+            return
+        if self.intrinsic in SHUFFLES:
+            _check_shuffle(self.intrinsic, args)
+            return
         spec = INTRINSICS.get(self.intrinsic)
         if spec is None:
             raise ValueError(
                 f"unknown intrinsic {self.intrinsic!r}; known: {', '.join(sorted(INTRINSICS))}, "
-                f"{LAZY_SELECT}"
+                f"{LAZY_SELECT}, {SYNCTHREADS}, {', '.join(SHUFFLES)}"
             )
         if len(args) != spec.arity:
             raise ValueError(f"{self.intrinsic} takes {spec.arity} argument(s), got {len(args)}")
@@ -437,9 +444,11 @@ class Call(PrimExpr):
         if len(kinds) != 1:
             raise TypeError(f"arguments of {self.intrinsic} have different dtypes: {sorted(kinds)}")
         (dtype,) = kinds
-        floating = dtypes.is_floating(dtype)
-        if (spec.operands == "float" and not floating) or (
-            spec.operands == "numeric" and not (floating or dtypes.is_integer(dtype))
+        floating, integer = dtypes.is_floating(dtype), dtypes.is_integer(dtype)
+        if (
+            (spec.operands == "float" and not floating)
+            or (spec.operands == "numeric" and not (floating or integer))
+            or (spec.operands == "integer" and not (integer or dtypes.is_bool(dtype)))
         ):
             raise TypeError(f"{self.intrinsic} needs {spec.operands} arguments, got {dtype}")
 
@@ -447,9 +456,23 @@ class Call(PrimExpr):
     def dtype(self) -> str:
         if self.intrinsic == LAZY_SELECT:
             return self.args[1].dtype
+        if self.intrinsic == SYNCTHREADS:
+            return "int32"
+        if self.intrinsic in SHUFFLES:
+            return self.args[0].dtype
         if INTRINSICS[self.intrinsic].result == "bool":
             return "bool"
         return self.args[0].dtype
+
+
+def _check_shuffle(name: str, args: tuple[PrimExpr, ...]) -> None:
+    if len(args) != 2:
+        raise ValueError(f"{name} takes 2 arguments (value, lane operand), got {len(args)}")
+    value, lane = args
+    if not (dtypes.is_floating(value.dtype) or dtypes.is_integer(value.dtype)):
+        raise TypeError(f"{name} shuffles an int or float value, got {value.dtype}")
+    if not dtypes.is_integer(lane.dtype):
+        raise TypeError(f"the lane operand of {name} must be an integer, got {lane.dtype}")
 
 
 # --- construction helpers ---------------------------------------------------------------

@@ -22,7 +22,7 @@ from relaxjax.tir.analysis import collect_accesses, free_symbols, free_vars
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BinOp, BufferLoad, Call, PrimExpr
 from relaxjax.tir.functor import StmtVisitor
-from relaxjax.tir.intrinsics import LAZY_SELECT
+from relaxjax.tir.intrinsics import GPU_INTRINSICS, LAZY_SELECT
 from relaxjax.tir.stmt import (
     Allocate,
     BlockRealize,
@@ -52,7 +52,7 @@ class _Shape(StmtVisitor):
         self.blocked = True
 
     def visit_Call(self, expr: Call) -> None:
-        if expr.intrinsic == LAZY_SELECT:
+        if expr.intrinsic == LAZY_SELECT or expr.intrinsic in GPU_INTRINSICS:
             self.blocked = True
         super().visit_Call(expr)
 

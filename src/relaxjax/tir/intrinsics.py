@@ -6,15 +6,38 @@ Semantics every backend implements (the reference interpreter is the executable 
   (round to nearest even);
 - ``rsqrt(x) = 1 / sqrt(x)``, ``sigmoid(x) = 1 / (1 + exp(-x))``, ``round`` rounds half
   to even, ``fma(a, b, c) = a * b + c`` (fused or not);
+- ``nextafter(x, y)`` is the next value of the operands' own dtype after ``x`` toward
+  ``y`` (a float16 or bfloat16 step, not a float32 one); ``ldexp(x, e) = x * 2 ** e``
+  exactly, rounded once, for an integral ``e`` given in ``x``'s dtype (a fraction is
+  truncated toward zero; ``e`` must not be NaN); ``fmod`` is C's (the sign of ``x``);
+- the integer intrinsics take ints or bools of one dtype: ``bitwise_and/or/xor/not``
+  (logical on bool), ``shift_left``, ``shift_right`` (arithmetic for signed dtypes,
+  logical for unsigned) and ``popcount`` (of the two's complement bits). A shift by an
+  amount outside ``[0, bits)`` gives 0, or -1 for a negative value shifted right
+  arithmetically (as XLA and ``jax.lax`` define it);
 - ``if_then_else(cond, a, b)`` evaluates only the selected operand (unlike ``Select``,
   which evaluates both): use it to guard loads that would be out of bounds.
+
+GPU intrinsics (:data:`GPU_INTRINSICS`) synchronise the threads of a kernel; they are
+only meaningful inside a ``thread_binding`` nest over ``threadIdx`` (see
+:mod:`relaxjax.tir.simt` for their exact semantics, which the interpreter runs):
+
+- ``syncthreads()``: a barrier of the thread block (``__syncthreads``); used as a
+  statement, ``Evaluate(syncthreads())``; its value is an unused ``int32`` 0;
+- ``shfl_xor(value, lane_mask)``: the ``value`` of lane ``lane ^ lane_mask`` of the
+  same warp (``__shfl_xor_sync`` with the mask of the warp's threads);
+- ``shfl_down(value, offset)``: the ``value`` of lane ``lane + offset``, or the
+  thread's own ``value`` when that lane is past the end of the warp
+  (``__shfl_down_sync``).
+
+A warp is 32 threads of consecutive linear ids ``x + X * (y + Y * z)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-OPERAND_KINDS: tuple[str, ...] = ("float", "numeric")
+OPERAND_KINDS: tuple[str, ...] = ("float", "numeric", "integer")
 RESULT_KINDS: tuple[str, ...] = ("same", "bool")
 
 
@@ -22,8 +45,9 @@ RESULT_KINDS: tuple[str, ...] = ("same", "bool")
 class Intrinsic:
     """The signature of an intrinsic: operand count and kind, and the result dtype rule.
 
-    ``operands`` is ``"float"`` (all operands one floating dtype) or ``"numeric"`` (one
-    int or float dtype); ``result`` is ``"same"`` (the operands' dtype) or ``"bool"``.
+    ``operands`` is ``"float"`` (all operands one floating dtype), ``"numeric"`` (one
+    int or float dtype) or ``"integer"`` (one int or bool dtype); ``result`` is
+    ``"same"`` (the operands' dtype) or ``"bool"``.
     """
 
     name: str
@@ -43,8 +67,11 @@ def _table(*entries: Intrinsic) -> dict[str, Intrinsic]:
 _FLOAT_UNARY = (
     ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt")
     + ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh")
-    + ("erf", "sigmoid", "floor", "ceil", "trunc", "round")
+    + ("asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "sigmoid")
+    + ("floor", "ceil", "trunc", "round")
 )
+_FLOAT_BINARY = ("pow", "atan2", "hypot", "copysign", "fmod", "nextafter", "ldexp")
+_INTEGER_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
 
 INTRINSICS: dict[str, Intrinsic] = _table(
     *(Intrinsic(name, 1, "float", "same") for name in _FLOAT_UNARY),
@@ -52,12 +79,21 @@ INTRINSICS: dict[str, Intrinsic] = _table(
     Intrinsic("isnan", 1, "float", "bool"),
     Intrinsic("isinf", 1, "float", "bool"),
     Intrinsic("isfinite", 1, "float", "bool"),
-    Intrinsic("pow", 2, "float", "same"),
-    Intrinsic("atan2", 2, "float", "same"),
+    *(Intrinsic(name, 2, "float", "same") for name in _FLOAT_BINARY),
     Intrinsic("fma", 3, "float", "same"),
+    *(Intrinsic(name, 2, "integer", "same") for name in _INTEGER_BINARY),
+    Intrinsic("bitwise_not", 1, "integer", "same"),
+    Intrinsic("popcount", 1, "integer", "same"),
 )
 
 # ``if_then_else(cond, a, b)``: a lazy select; its rule is special (bool, T, T -> T).
 LAZY_SELECT = "if_then_else"
 
-INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT}
+#: The barrier of a thread block (a statement: ``Evaluate(Call(SYNCTHREADS, ()))``).
+SYNCTHREADS = "syncthreads"
+#: Warp shuffles: ``(value, lane operand)`` -> the value's dtype.
+SHUFFLES: tuple[str, ...] = ("shfl_xor", "shfl_down")
+#: Intrinsics that synchronise the threads of a GPU kernel (see the module doc).
+GPU_INTRINSICS: frozenset[str] = frozenset((SYNCTHREADS, *SHUFFLES))
+
+INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT} | GPU_INTRINSICS

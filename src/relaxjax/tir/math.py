@@ -26,25 +26,38 @@ from relaxjax.tir.intrinsics import LAZY_SELECT
 __all__ = [
     "abs",
     "acos",
+    "acosh",
     "asin",
+    "asinh",
     "atan",
     "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "call",
     "cast",
+    "cbrt",
     "ceil",
+    "copysign",
     "cos",
     "cosh",
     "eq",
     "erf",
+    "erfc",
     "exp",
     "exp2",
     "expm1",
     "floor",
     "fma",
+    "fmod",
+    "hypot",
     "if_then_else",
     "isfinite",
     "isinf",
     "isnan",
+    "ldexp",
     "log",
     "log1p",
     "log2",
@@ -55,10 +68,14 @@ __all__ = [
     "max",
     "min",
     "ne",
+    "nextafter",
+    "popcount",
     "pow",
     "round",
     "rsqrt",
     "select",
+    "shift_left",
+    "shift_right",
     "sigmoid",
     "sin",
     "sinh",
@@ -215,6 +232,92 @@ def tanh(x: PrimExpr) -> PrimExpr:
 def erf(x: PrimExpr) -> PrimExpr:
     """The error function."""
     return call("erf", x)
+
+
+def asinh(x: PrimExpr) -> PrimExpr:
+    """The inverse hyperbolic sine."""
+    return call("asinh", x)
+
+
+def acosh(x: PrimExpr) -> PrimExpr:
+    """The inverse hyperbolic cosine."""
+    return call("acosh", x)
+
+
+def atanh(x: PrimExpr) -> PrimExpr:
+    """The inverse hyperbolic tangent."""
+    return call("atanh", x)
+
+
+def cbrt(x: PrimExpr) -> PrimExpr:
+    """The real cube root (negative for negative ``x``)."""
+    return call("cbrt", x)
+
+
+def erfc(x: PrimExpr) -> PrimExpr:
+    """``1 - erf(x)``, accurate where it is small."""
+    return call("erfc", x)
+
+
+def hypot(x: object, y: object) -> PrimExpr:
+    """``sqrt(x ** 2 + y ** 2)`` without overflow or underflow in between."""
+    return call("hypot", x, y)
+
+
+def copysign(x: object, y: object) -> PrimExpr:
+    """``|x|`` with the sign bit of ``y``."""
+    return call("copysign", x, y)
+
+
+def fmod(x: object, y: object) -> PrimExpr:
+    """C's remainder of ``x / y`` (truncated quotient: the sign of ``x``)."""
+    return call("fmod", x, y)
+
+
+def nextafter(x: object, y: object) -> PrimExpr:
+    """The next value of the dtype after ``x`` toward ``y``."""
+    return call("nextafter", x, y)
+
+
+def ldexp(x: object, e: object) -> PrimExpr:
+    """``x * 2 ** e`` for an integral ``e`` of ``x``'s dtype, rounded once."""
+    return call("ldexp", x, e)
+
+
+def bitwise_and(x: object, y: object) -> PrimExpr:
+    """``x & y`` on ints (``and`` on bools)."""
+    return call("bitwise_and", x, y)
+
+
+def bitwise_or(x: object, y: object) -> PrimExpr:
+    """``x | y`` on ints (``or`` on bools)."""
+    return call("bitwise_or", x, y)
+
+
+def bitwise_xor(x: object, y: object) -> PrimExpr:
+    """``x ^ y`` on ints (``!=`` on bools)."""
+    return call("bitwise_xor", x, y)
+
+
+def bitwise_not(x: PrimExpr) -> PrimExpr:
+    """``~x`` on ints (``not`` on bools)."""
+    return call("bitwise_not", x)
+
+
+def shift_left(x: object, y: object) -> PrimExpr:
+    """``x << y``; 0 for a shift outside ``[0, bits)``."""
+    return call("shift_left", x, y)
+
+
+def shift_right(x: object, y: object) -> PrimExpr:
+    """``x >> y``, arithmetic for signed and logical for unsigned dtypes; a shift outside
+    ``[0, bits)`` gives 0 (-1 for a negative signed ``x``)."""
+    return call("shift_right", x, y)
+
+
+def popcount(x: PrimExpr) -> PrimExpr:
+    """The number of set bits of ``x`` (two's complement), in ``x``'s dtype."""
+    return call("popcount", x)
 
 
 def sigmoid(x: PrimExpr) -> PrimExpr:

@@ -41,9 +41,11 @@ from relaxjax.tir.fastpath import (
     reduction_pattern,
     vectorizable,
 )
-from relaxjax.tir.intrinsics import LAZY_SELECT
+from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.intrinsics import LAZY_SELECT, SHUFFLES
 from relaxjax.tir.printer import expr_text
 from relaxjax.tir.pyruntime import RUNTIME
+from relaxjax.tir.simt import is_barrier, run_block, uses_sync
 from relaxjax.tir.stmt import (
     Allocate,
     Block,
@@ -89,6 +91,17 @@ _UFUNCS = {
     "isfinite": "isfinite",
     "pow": "power",
     "atan2": "arctan2",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "cbrt": "cbrt",
+    "hypot": "hypot",
+    "copysign": "copysign",
+    "fmod": "fmod",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "bitwise_not": "invert",
 }
 _BINARY = {
     "+": "({a} + {b})",
@@ -129,6 +142,8 @@ class _Codegen:
         self.vector_var: str | None = None
         self.loop_depth = 0
         self.shapes: dict[str, tuple[Dim, ...]] = {p.name: p.shape for p in func.params}
+        self.simt = False  # inside a SIMT nest (a thread's generator, see tir.simt)
+        self.sites = 0
 
     # names and constants -------------------------------------------------------------
 
@@ -179,13 +194,22 @@ class _Codegen:
 
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.intrinsic in SHUFFLES:
+            site = self.sync_site(e.intrinsic)
+            return f"(yield ({e.intrinsic!r}, {site}, {args[0]}, {args[1]}))"
         if e.intrinsic == LAZY_SELECT:
             return f"({args[1]} if {args[0]} else {args[2]})"
         special = {
             "rsqrt": "_rt_rsqrt",
             "sigmoid": "_rt_sigmoid",
             "erf": "_rt_erf",
+            "erfc": "_rt_erfc",
             "fma": "_rt_fma",
+            "ldexp": "_rt_ldexp",
+            "nextafter": "_rt_nextafter",
+            "shift_left": "_rt_shift_left",
+            "shift_right": "_rt_shift_right",
+            "popcount": "_rt_popcount",
         }
         if e.intrinsic in special:
             return f"{special[e.intrinsic]}({', '.join(args)})"
@@ -228,7 +252,19 @@ class _Codegen:
             self.stmt(inner, depth)
 
     def stmt_Evaluate(self, s: Evaluate, depth: int) -> None:
+        if is_barrier(s):
+            self.emit(depth, f"yield ('sync', {self.sync_site('syncthreads()')})")
+            return
         self.emit(depth, self.expr(s.value))
+
+    def sync_site(self, what: str) -> int:
+        """A number for a barrier or shuffle (threads must meet at the same one)."""
+        if not self.simt:
+            raise TypeError(
+                f"kernel {self.func.name}: {what} outside a thread_binding nest over threadIdx"
+            )
+        self.sites += 1
+        return self.sites
 
     def stmt_BufferStore(self, s: BufferStore, depth: int) -> None:
         self.emit(depth, f"{self.access(s.buffer, s.indices, 'store')} = {self.expr(s.value)}")
@@ -265,18 +301,25 @@ class _Codegen:
         )
 
     def stmt_For(self, s: For, depth: int) -> None:
+        if _is_thread_loop(s) and not self.simt and uses_sync(s.body):
+            self.simt_nest(s, depth)
+            return
         if self.loop_depth >= _MAX_LOOP_DEPTH:
             name = self.constant(None).replace("_rt_c", "_rt_f")
             self.emit(depth, f"def {name}():")
             saved, self.loop_depth = self.loop_depth, 0
             self.stmt_For(s, depth + 1)
             self.loop_depth = saved
-            self.emit(depth, f"{name}()")
+            if self.simt:
+                self.emit(depth + 1, "yield from ()")
+                self.emit(depth, f"yield from {name}()")
+            else:
+                self.emit(depth, f"{name}()")
             return
         start, stop = self.dim(s.start), self.dim(s.start + s.extent)
         var = f"s_{s.var.name}"
         self.frame.ranges.append((s.var, s.start, s.extent))
-        fast = self.vectorize and self.vector_var is None
+        fast = self.vectorize and self.vector_var is None and not uses_sync(s.body)
         reduction = None
         reverse = self.reverse_parallel and s.kind not in ("serial", "unrolled")
         if fast and not vectorizable(s):
@@ -300,6 +343,43 @@ class _Codegen:
             self.stmt(s.body, depth + 1)
             self.loop_depth -= 1
         self.frame.ranges.pop()
+
+    def simt_nest(self, s: For, depth: int) -> None:
+        """A perfect nest of threadIdx loops using barriers or shuffles: one generator
+        per thread, run by ``tir.simt.run_block`` (see that module)."""
+        loops: dict[str, For] = {}
+        stmt: Stmt = s
+        while _is_thread_loop(stmt):
+            axis = stmt.thread_tag[-1]
+            if axis in loops:
+                raise TypeError(f"kernel {self.func.name}: {stmt.thread_tag} is bound twice")
+            loops[axis] = stmt
+            stmt = stmt.body
+        if _has_thread_loop(stmt):
+            raise TypeError(
+                f"kernel {self.func.name}: the threadIdx loops around a barrier or shuffle "
+                "must form one perfect nest"
+            )
+        name = self.constant(None).replace("_rt_c", "_rt_t")
+        self.emit(depth, f"def {name}(_x, _y, _z):")
+        for axis, param in zip("xyz", ("_x", "_y", "_z")):
+            if axis in loops:
+                self.emit(depth + 1, f"s_{loops[axis].var.name} = {param}")
+        for loop in loops.values():
+            self.frame.ranges.append((loop.var, loop.start, loop.extent))
+        saved = (self.simt, self.loop_depth)
+        self.simt, self.loop_depth = True, self.loop_depth + len(loops)
+        self.stmt(stmt, depth + 1)
+        self.emit(depth + 1, "yield from ()")
+        self.simt, self.loop_depth = saved
+        for _ in loops:
+            self.frame.ranges.pop()
+        ranges = ", ".join(
+            f"({self.dim(loops[a].start)}, {self.dim(loops[a].extent)})" if a in loops else "(0, 1)"
+            for a in "xyz"
+        )
+        kernel = self.constant(self.func.name)
+        self.emit(depth, f"_rt_simt({name}, ({ranges}), {self.reverse_parallel}, {kernel})")
 
     def stmt_BlockRealize(self, s: BlockRealize, depth: int) -> None:
         block = s.block
@@ -371,6 +451,27 @@ def _is_true(predicate: PrimExpr) -> bool:
     return isinstance(predicate, IntImm) and predicate.value == 1
 
 
+def _is_thread_loop(stmt: Stmt) -> bool:
+    return (
+        isinstance(stmt, For)
+        and stmt.kind == "thread_binding"
+        and stmt.thread_tag.startswith("threadIdx")
+    )
+
+
+def _has_thread_loop(stmt: Stmt) -> bool:
+    found = []
+
+    class _Find(StmtVisitor):
+        def visit_For(self, loop: For) -> None:
+            if _is_thread_loop(loop):
+                found.append(loop)
+            super().visit_For(loop)
+
+    _Find().visit_stmt(stmt)
+    return bool(found)
+
+
 def _index_text(index) -> str:
     return expr_text(index) if isinstance(index, PrimExpr) else str(index)
 
@@ -394,6 +495,7 @@ def compile_kernel(func, vectorize: bool = True, reverse_parallel: bool = False)
     of ``func.symbols()``). ``vectorize`` enables the fast paths; ``reverse_parallel``
     runs the iterations of non-serial loops backwards (to expose order dependences)."""
     gen = _Codegen(func, vectorize, reverse_parallel)
+    gen.globals["_rt_simt"] = run_block
     args = [f"b_{p.name}" for p in func.params] + [f"s_{s.name}" for s in func.symbols()]
     gen.emit(0, f"def kernel_{func.name}({', '.join(args)}):")
     gen.stmt(func.body, 1)

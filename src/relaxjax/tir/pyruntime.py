@@ -12,6 +12,8 @@ import math
 import ml_dtypes
 import numpy as np
 
+from relaxjax import dtypes
+
 
 def _check(index, extent, what):
     if isinstance(index, np.ndarray):
@@ -31,7 +33,10 @@ def _to_float32_first(x, dtype):
 
 
 def _cast(x, dtype):
-    return _to_float32_first(_as_numpy(x), dtype)
+    x = _as_numpy(x)
+    if np.dtype(dtype).kind in "iu":  # floats saturate, as in the backend (jax's rule)
+        return dtypes.convert(x, np.dtype(dtype).name)[()]
+    return _to_float32_first(x, dtype)
 
 
 def _as_numpy(x):
@@ -58,6 +63,63 @@ def _erf(x):
         wide = _vector_erf(x.astype(np.float64)).astype(np.float64)
         return _to_float32_first(wide, x.dtype)
     return _to_float32_first(np.float64(math.erf(float(x))), x.dtype)
+
+
+_vector_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _erfc(x):
+    # As _erf: math.erfc in float64, rounded to the operand's dtype.
+    if isinstance(x, np.ndarray):
+        wide = _vector_erfc(x.astype(np.float64)).astype(np.float64)
+        return _to_float32_first(wide, x.dtype)
+    return _to_float32_first(np.float64(math.erfc(float(x))), x.dtype)
+
+
+def _scalar_like(result, x):
+    """``result`` as a numpy scalar of ``x``'s dtype when ``x`` is a scalar."""
+    result = np.asarray(result).astype(x.dtype)
+    return result if isinstance(x, np.ndarray) else result[()]
+
+
+def _ldexp(x, e):
+    # ``e`` holds an integral value in x's dtype; anything beyond +-2**16 saturates the
+    # result already.
+    exponent = np.clip(np.trunc(np.asarray(e, np.float64)), -(2**16), 2**16).astype(np.int32)
+    if x.dtype in (_BF16, np.float16):
+        return _scalar_like(np.ldexp(np.asarray(x, np.float32), exponent), x)
+    return _scalar_like(np.ldexp(x, exponent), x)
+
+
+def _nextafter(x, y):
+    # C (and jax) return y when x == y; numpy's float16 loop returns x (0.0 vs -0.0).
+    return _scalar_like(np.where(x == y, y, np.nextafter(x, y)), x)
+
+
+def _shift_in_range(x, y):
+    if x.dtype == np.bool_:  # one bit: only a shift by 0 (False) is in range
+        return ~y, np.zeros_like(y, dtype=np.uint8)
+    bits = x.dtype.itemsize * 8
+    valid = (y >= 0) & (y < bits)
+    return valid, np.where(valid, y, 0).astype(x.dtype)
+
+
+def _shift_left(x, y):
+    valid, amount = _shift_in_range(x, y)
+    return _scalar_like(np.where(valid, np.left_shift(x, amount), 0), x)
+
+
+def _shift_right(x, y):
+    valid, amount = _shift_in_range(x, y)
+    beyond = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else 0
+    return _scalar_like(np.where(valid, np.right_shift(x, amount), beyond), x)
+
+
+def _popcount(x):
+    if x.dtype == np.bool_:
+        return x
+    # numpy counts the bits of |x|; the intrinsic counts the two's complement bits.
+    return _scalar_like(np.bitwise_count(np.asarray(x).view(f"u{x.dtype.itemsize}")), x)
 
 
 def _fma(a, b, c):
@@ -129,6 +191,12 @@ RUNTIME: dict[str, object] = {
     "_rt_rsqrt": _rsqrt,
     "_rt_sigmoid": _sigmoid,
     "_rt_erf": _erf,
+    "_rt_erfc": _erfc,
+    "_rt_ldexp": _ldexp,
+    "_rt_nextafter": _nextafter,
+    "_rt_shift_left": _shift_left,
+    "_rt_shift_right": _shift_right,
+    "_rt_popcount": _popcount,
     "_rt_fma": _fma,
     "_rt_select": _select,
     "_rt_vselect": _vselect,

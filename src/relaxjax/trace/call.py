@@ -66,7 +66,13 @@ from relaxjax.ir import (
 from relaxjax.trace import pytree
 from relaxjax.trace.context import TraceState, current
 from relaxjax.trace.function import Traced
-from relaxjax.trace.signature import CallPlan, Signature, plan_key, static_value
+from relaxjax.trace.signature import (
+    CallPlan,
+    Signature,
+    check_structure,
+    plan_key,
+    static_value,
+)
 from relaxjax.trace.source import user_location
 from relaxjax.trace.spec import ParamSpec
 from relaxjax.trace.tracer import Tracer, as_operand, attach_location, wrap
@@ -154,11 +160,8 @@ def _plan(
             continue
         declared = signature.annotations[name]
         leaves, treedef = pytree.flatten(value)
-        if declared is not None and treedef != declared[1]:
-            raise TypeError(
-                f"{func}(): argument {name!r} must have the structure {declared[1]} of its "
-                f"annotation, got {treedef}"
-            )
+        if declared is not None:
+            check_structure(func, name, treedef, declared[1])
         specs = list(declared[0]) if declared is not None else None
         operands = _operands(state, func, name, treedef, leaves, specs, location)
         traced.append((name, treedef, operands, specs))

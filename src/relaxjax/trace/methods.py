@@ -1,7 +1,8 @@
 """The numpy-style methods of traced values, each the ``relaxjax.numpy`` function of its name.
 
 ``x.reshape(n, -1)`` is ``rnp.reshape(x, (n, -1))``, ``x.sum(axis=0)`` is
-``rnp.sum(x, axis=0)``, ``x[key]`` is numpy basic indexing. The wrappers are built
+``rnp.sum(x, axis=0)``, ``x[key]`` is numpy (jax) indexing and ``x.at[key]`` jax's
+functional updates. The wrappers are built
 on :func:`relaxjax.trace.emit`, so they are imported when first used.
 """
 
@@ -29,9 +30,18 @@ class ArrayMethods:
     __slots__ = ()
 
     def __getitem__(self, key: object) -> Tracer:
-        from relaxjax._numpy.shape import getitem  # the wrappers sit on top of emit
+        from relaxjax._numpy.index import getitem  # the wrappers sit on top of emit
 
         return getitem(self, key)
+
+    @property
+    def at(self) -> object:
+        """jax's functional updates: ``x.at[key].set(v)``, ``.add``, ``.subtract``,
+        ``.multiply``, ``.divide``, ``.power``, ``.min``, ``.max``, ``.apply`` and ``.get``
+        (see :class:`relaxjax._numpy.index.IndexUpdateRef`)."""
+        from relaxjax._numpy.index import IndexUpdateHelper
+
+        return IndexUpdateHelper(self)
 
     @property
     def T(self) -> Tracer:  # noqa: N802 - numpy's name

@@ -24,13 +24,13 @@ from relaxjax.trace.spec import (
     SPEC_TYPES,
     ParamSpec,
     annotation_spec,
+    describe_value,
     dim_spec_of_value,
-    is_array_like,
     spec_of_argument,
     spec_of_value,
 )
 
-__all__ = ["Signature", "CallPlan", "FastPath", "plan_key", "static_value"]
+__all__ = ["Signature", "CallPlan", "FastPath", "check_structure", "plan_key", "static_value"]
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
@@ -188,9 +188,10 @@ class Signature:
         if declared is not None and call:
             spec_leaves, treedef = declared
             leaves, value_tree = pytree.flatten(value)
-            if value_tree != treedef:
+            if not pytree.same_structure(value_tree, treedef):
                 raise TypeError(self._structure_error(name, spec_leaves, treedef, value))
-            return ParamSpec(name, tuple(spec_leaves), treedef), leaves
+            # the value's structure: its static fields are the ones the function sees
+            return ParamSpec(name, tuple(spec_leaves), value_tree), leaves
         leaves, treedef = pytree.flatten(value, is_leaf=_is_spec)
         paths = pytree.leaf_paths(treedef)
         convert = spec_of_argument if call else spec_of_value
@@ -211,27 +212,36 @@ class Signature:
         ``f(): argument 'x': expected an array (annotated Tensor((n,), "float32")), got None``."""
         annotation = pytree.unflatten(treedef, specs)
         found = pytree.first_mismatch(annotation, value, _is_spec)
-        if found is None:  # the trees differ, so a mismatch exists; never reached
-            raise AssertionError(f"{self.name}(): argument {name!r}: {treedef} matches {value!r}")
+        if found is None or not _is_plain_node(found.expected):  # registered classes
+            _, value_tree = pytree.flatten(value)
+            return (
+                f"{self.name}(): argument {name!r} must have the structure {treedef} of its "
+                f"annotation, got {value_tree}"
+            )
         where = f"{self.name}(): argument {name!r}{found.path}"
-        expected = found.expected
+        expected, given = found.expected, describe_value(found.given)
         if _is_spec(expected):
-            return f"{where}: expected an array (annotated {expected!r}), got {_given(found.given)}"
+            return f"{where}: expected an array (annotated {expected!r}), got {given}"
         if expected is None:
-            return f"{where}: expected None (as annotated), got {_given(found.given)}"
+            return f"{where}: expected None (as annotated), got {given}"
         if isinstance(expected, dict):
             want = f"a dict with {_keys(tuple(expected))} (annotated {expected!r})"
             if found.missing:
                 return f"{where}: expected {want}, got a dict without {_keys(found.missing)}"
             if found.extra:
                 return f"{where}: expected {want}, got a dict with the extra {_keys(found.extra)}"
-            return f"{where}: expected {want}, got {_given(found.given)}"
+            return f"{where}: expected {want}, got {given}"
         kind = type(expected).__name__
         want = f"a {kind} of {len(expected)} (annotated {expected!r})"
-        given = found.given
-        if isinstance(given, tuple | list) and isinstance(given, type(expected)):
-            return f"{where}: expected {want}, got a {kind} of {len(given)}"
-        return f"{where}: expected {want}, got {_given(given)}"
+        value = found.given
+        if isinstance(value, tuple | list) and isinstance(value, type(expected)):
+            return f"{where}: expected {want}, got a {kind} of {len(value)}"
+        return f"{where}: expected {want}, got {given}"
+
+
+def _is_plain_node(node: object) -> bool:
+    """A spec, None, dict, tuple or list: the nodes ``pytree.first_mismatch`` compares."""
+    return node is None or _is_spec(node) or isinstance(node, dict | tuple | list)
 
 
 def _keys(keys: tuple) -> str:
@@ -241,31 +251,16 @@ def _keys(keys: tuple) -> str:
     )
 
 
-def _given(value: object) -> str:
-    """A value in "got ...": ``None``; an array's type, shape and dtype; otherwise its
-    type and a short repr (arrays inside it abbreviated)."""
-    if value is None:
-        return "None"
-    if is_array_like(value):
-        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
-    text = _short_repr(value)
-    if len(text) > 72:
-        text = text[:69] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _short_repr(value: object) -> str:
-    """``repr`` with arrays as ``array(shape=(2,), dtype=float32)``."""
-    if is_array_like(value):
-        return f"array(shape={tuple(value.shape)}, dtype={value.dtype})"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_short_repr(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        inner = ", ".join(_short_repr(v) for v in value)
-        return f"({inner}{',' if len(value) == 1 else ''})"
-    return repr(value)
+def check_structure(
+    func: str, name: str, value_tree: pytree.TreeDef, declared: pytree.TreeDef
+) -> None:
+    """An annotated argument must have its annotation's structure (static fields of
+    registered nodes may differ: they belong to the argument)."""
+    if not pytree.same_structure(value_tree, declared):
+        raise TypeError(
+            f"{func}(): argument {name!r} must have the structure {declared} of its "
+            f"annotation, got {value_tree}"
+        )
 
 
 def plan_key(params: Sequence[ParamSpec], statics: Sequence[tuple[str, Hashable]]) -> Hashable:

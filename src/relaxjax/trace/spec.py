@@ -32,6 +32,7 @@ from relaxjax.trace import pytree
 __all__ = [
     "ParamSpec",
     "is_array_like",
+    "describe_value",
     "spec_of_value",
     "spec_of_argument",
     "annotation_spec",
@@ -57,6 +58,33 @@ class ParamSpec:
 def is_array_like(value: object) -> bool:
     """Arrays and array descriptions: anything with a ``shape`` and a ``dtype``."""
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, type)
+
+
+def describe_value(value: object) -> str:
+    """A value in "got ..." of a message: ``None``; an array's type, shape and dtype;
+    otherwise its type and a short repr, arrays inside it abbreviated (``str 'abc'``)."""
+    if value is None:
+        return "None"
+    if is_array_like(value):
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = _short_repr(value)
+    if len(text) > 72:
+        text = text[:69] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _short_repr(value: object) -> str:
+    """``repr`` with arrays as ``array(shape=(2,), dtype=float32)``."""
+    if is_array_like(value):
+        return f"array(shape={tuple(value.shape)}, dtype={value.dtype})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short_repr(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_short_repr(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    return repr(value)
 
 
 def _python_scalar_info(value: bool | int | float) -> PrimInfo:
@@ -178,7 +206,8 @@ def annotation_spec(
 ) -> tuple[list[StructInfo], pytree.TreeDef] | None:
     """The spec pytree an annotation declares, or None if it declares none.
 
-    A spec, or a tuple/list/dict of specs, declares one; a symbolic dim (``relax.sym
+    A spec, or a pytree of specs (tuples, lists, dicts, named tuples, registered
+    classes such as a dataclass of specs), declares one; a symbolic dim (``relax.sym
     ("m")``) declares a symbolic scalar (:func:`dim_spec`). Annotations that hold no
     spec (``int``, ``np.ndarray``, ...) are ignored: the parameter is specialised at
     the call. The class ``relax.Tensor`` itself, or a structure mixing specs with
@@ -189,7 +218,9 @@ def annotation_spec(
             f"parameter {param!r}: annotated with the class {_class_name(annotation)} itself; "
             'give a spec such as relax.Tensor(("n", 4), "float32")'
         )
-    if not isinstance(annotation, (*SPEC_TYPES, arith.Expr, tuple, list, dict)):
+    if isinstance(annotation, type) or not (
+        isinstance(annotation, (*SPEC_TYPES, arith.Expr)) or pytree.is_node(annotation)
+    ):
         return None
     leaves, treedef = pytree.flatten(annotation, is_leaf=_is_spec_tree_leaf)
     leaves = [dim_spec(leaf) if isinstance(leaf, arith.Expr) else leaf for leaf in leaves]
@@ -200,7 +231,7 @@ def annotation_spec(
         other = next(leaf for leaf in leaves if not isinstance(leaf, SPEC_TYPES))
         raise TypeError(
             f"parameter {param!r}: the annotation mixes specs with {_describe(other)}; "
-            "annotate with a spec or a tuple/list/dict of specs"
+            "annotate with a spec or a pytree (tuple, list, dict, registered class) of specs"
         )
     return leaves, treedef
 

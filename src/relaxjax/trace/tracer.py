@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from relaxjax import arith, dtypes, ops
+from relaxjax.dlpack import as_numpy
 from relaxjax.errors import RelaxError, SourceLocation, TraceError
 from relaxjax.ir import (
     Constant,
@@ -51,6 +52,17 @@ def attach_location(err: RelaxError, location: SourceLocation | None) -> RelaxEr
     if err.location is None and location is not None:
         err.location = location
     return err
+
+
+_CHOICE_HINT = (
+    "Use relaxjax.numpy.where for data-dependent choices, or pass the value as a static "
+    "Python argument"
+)
+_INDEX_HINT = (
+    "A numpy array indexed by a traced value (table[idx]) must become a constant of the "
+    "program first: rnp.asarray(table)[idx] or rnp.take(table, idx, axis=0) (jax refuses "
+    "table[idx] too); numpy functions on traced values have relaxjax.numpy equivalents"
+)
 
 
 class Tracer(ArrayMethods):
@@ -160,11 +172,10 @@ class Tracer(ArrayMethods):
 
     # -- values that only exist at run time ---------------------------------------------
 
-    def _concrete(self, what: str) -> TraceError:
+    def _concrete(self, what: str, hint: str = _CHOICE_HINT) -> TraceError:
         return TraceError(
             f"cannot convert a traced value of {self._var.info!r} to {what}: its value is only "
-            "known at run time. Use relaxjax.numpy.where for data-dependent choices, or pass "
-            "the value as a static Python argument",
+            f"known at run time. {hint}",
             location=user_location(2),
         )
 
@@ -178,13 +189,13 @@ class Tracer(ArrayMethods):
         raise self._concrete("a Python float")
 
     def __index__(self) -> int:
-        raise self._concrete("a Python index")
+        raise self._concrete("a Python index", _INDEX_HINT)
 
     def __complex__(self) -> complex:
         raise self._concrete("a Python complex")
 
     def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
-        raise self._concrete("a numpy array")
+        raise self._concrete("a numpy array", _INDEX_HINT)
 
     # -- arithmetic ---------------------------------------------------------------------
 
@@ -287,7 +298,12 @@ def is_operand(value: object) -> bool:
     """Whether ``value`` can be an operand of a traced op (else operators defer)."""
     return isinstance(
         value, Tracer | np.ndarray | np.generic | bool | int | float | arith.Expr
-    ) or (hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__array__"))
+    ) or (hasattr(value, "shape") and hasattr(value, "dtype") and _is_foreign_array(value))
+
+
+def _is_foreign_array(value: object) -> bool:
+    """An array of another library (torch, jax, ...): it has ``__array__`` or ``__dlpack__``."""
+    return hasattr(value, "__array__") or hasattr(value, "__dlpack__")
 
 
 def _binary(op_name: str, a: object, b: object) -> Tracer:
@@ -453,8 +469,8 @@ def as_operand(
         return PrimValue(value, "int64", weak=True)
     if isinstance(value, tuple | list):
         return Tuple(as_operand(trace, v, op_name, position, location) for v in value)
-    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "__array__"):
-        return Constant(np.asarray(value))
+    if hasattr(value, "shape") and hasattr(value, "dtype") and _is_foreign_array(value):
+        return Constant(as_numpy(value))  # torch, jax, ...: shared memory where possible
     raise TypeError(
         f"{op_name}: argument {position} must be a tensor, an array, a Python scalar or a "
         f"symbolic dim, got {type(value).__name__} {value!r}"
@@ -512,8 +528,8 @@ def _eager_value(op_name: str, value: object, position: int) -> object:
             f"{op_name}: argument {position} is the symbolic dim {value}, which has no value "
             "outside a traced function"
         )
-    if hasattr(value, "__array__"):
-        return np.asarray(value)
+    if _is_foreign_array(value):
+        return as_numpy(value)
     raise TypeError(
         f"{op_name}: argument {position} must be an array or a Python scalar, "
         f"got {type(value).__name__} {value!r}"

@@ -4,15 +4,19 @@ float32 ``exp`` (also inside ``sigmoid``, and for float16/bfloat16, which comput
 float32) is emitted inline by :mod:`.vector_math` so that loops using it vectorise.
 Elsewhere, where LLVM has an intrinsic that the x86 backend lowers (inline or to the libm
 function of the same name: ``llvm.exp.f32`` -> ``expf``), it is used so the
-optimiser knows its semantics; ``erf``, ``log1p`` and ``expm1`` have none and
-call libm (``erff``/``erf``) directly. Every one resolves in the JIT from the C
-library already loaded in the process (a test links each). ``fma`` is
+optimiser knows its semantics; ``erf``, ``erfc``, ``log1p``, ``expm1``, ``asinh``,
+``acosh``, ``atanh``, ``cbrt`` and ``hypot`` have none and call libm (``erff``/``erf``)
+directly; ``fmod`` is LLVM's ``frem`` and ``ldexp`` is ``llvm.ldexp`` with the exponent
+truncated to ``i32`` (clamped to +-65536 first, which cannot change the result). Every
+one resolves in the JIT from the C library already loaded in the process (a test links
+each). ``fma`` is
 ``a * b + c`` computed in double and rounded once for narrower floats (as the
 reference interpreter does), unfused for double, and ``llvm.fmuladd`` under
 fast-math.
 
 float16 and bfloat16 compute in float32 and round the result, as numpy and
-ml_dtypes do.
+ml_dtypes do, except ``nextafter``, which steps in the operands' own dtype, and the
+integer bit functions (:mod:`.bits`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from llvmlite import ir
 
 from ... import dtypes
 from ...errors import LoweringError
-from .numeric import F16, F32, F64, I1, cast, round_to_dtype
+from .bits import BIT_FUNCTIONS, emit_bit_function, emit_nextafter
+from .numeric import F16, F32, F64, I1, I32, cast, round_to_dtype
 from .vector_math import emit_exp_f32
 
 __all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "emit_math"]
@@ -52,17 +57,26 @@ _FLOAT_TABLE: dict[str, tuple[str | None, str | None, int]] = {
     "abs": ("llvm.fabs", None, 1),
     "pow": ("llvm.pow", None, 2),
     "atan2": ("llvm.atan2", None, 2),
+    "copysign": ("llvm.copysign", None, 2),
     "erf": (None, "erf", 1),
+    "erfc": (None, "erfc", 1),
     "log1p": (None, "log1p", 1),
     "expm1": (None, "expm1", 1),
+    "asinh": (None, "asinh", 1),
+    "acosh": (None, "acosh", 1),
+    "atanh": (None, "atanh", 1),
+    "cbrt": (None, "cbrt", 1),
+    "hypot": (None, "hypot", 2),
 }
-_DERIVED = ("rsqrt", "sigmoid", "fma")
+_DERIVED = ("rsqrt", "sigmoid", "fma", "fmod", "ldexp", "nextafter")
+#: The largest exponent ldexp passes on: beyond it every result is 0 or inf already.
+_LDEXP_LIMIT = 65536.0
 
 FLOAT_FUNCTIONS: frozenset[str] = frozenset(_FLOAT_TABLE) | frozenset(_DERIVED)
 """Math functions accepted for floating-point arguments."""
 
-INTEGER_FUNCTIONS: frozenset[str] = frozenset({"abs"})
-"""Math functions accepted for integer arguments."""
+INTEGER_FUNCTIONS: frozenset[str] = frozenset({"abs"}) | BIT_FUNCTIONS
+"""Math functions accepted for integer arguments (the bit functions also for bools)."""
 
 PREDICATES: frozenset[str] = frozenset({"isnan", "isinf", "isfinite"})
 """Functions of a float returning bool (true for integers: isfinite; false otherwise)."""
@@ -95,6 +109,8 @@ def emit_math(
     if name in PREDICATES:
         _check_arity(name, args, 1)
         return _predicate(builder, name, args[0], dtype)
+    if name in BIT_FUNCTIONS:
+        return emit_bit_function(builder, name, args, dtype)
     if dtypes.is_floating(dtype):
         if name not in FLOAT_FUNCTIONS:
             raise LoweringError(_unknown(name, dtype, FLOAT_FUNCTIONS | PREDICATES))
@@ -121,6 +137,9 @@ def _float_function(
     if name == "fma":
         _check_arity(name, args, 3)
         return _fma(builder, args, dtype, flags)
+    if name == "nextafter":
+        _check_arity(name, args, 2)
+        return emit_nextafter(builder, args[0], args[1], dtype)
     # float16 computes in float32 (bfloat16 registers are float32 already).
     wide = [builder.fpext(a, F32) if a.type == F16 else a for a in args]
     result = _float_in_register(builder, name, wide, flags)
@@ -159,6 +178,12 @@ def _float_in_register(
         negated = builder.fneg(args[0], flags=flags)
         denominator = builder.fadd(one, _float_in_register(builder, "exp", [negated], flags), flags)
         return builder.fdiv(one, denominator, flags=flags)
+    if name == "fmod":
+        _check_arity(name, args, 2)
+        return builder.frem(args[0], args[1], flags=flags)
+    if name == "ldexp":
+        _check_arity(name, args, 2)
+        return _ldexp(builder, args[0], args[1])
     intrinsic, libm, arity = _FLOAT_TABLE[name]
     _check_arity(name, args, arity)
     if name == "exp" and type_ == F32:
@@ -169,6 +194,18 @@ def _float_in_register(
         symbol = f"{libm}f" if type_ == F32 else libm
     function = declare(builder.module, symbol, type_, [type_] * arity)
     return builder.call(function, list(args), fastmath=flags)
+
+
+def _ldexp(builder: ir.IRBuilder, x: ir.Value, exponent: ir.Value) -> ir.Value:
+    type_ = x.type
+    suffix = _SUFFIX[type_]
+    low = ir.Constant(type_, -_LDEXP_LIMIT)
+    high = ir.Constant(type_, _LDEXP_LIMIT)
+    maxnum = declare(builder.module, f"llvm.maxnum.{suffix}", type_, [type_, type_])
+    minnum = declare(builder.module, f"llvm.minnum.{suffix}", type_, [type_, type_])
+    clamped = builder.call(minnum, [builder.call(maxnum, [exponent, low]), high])
+    function = declare(builder.module, f"llvm.ldexp.{suffix}.i32", type_, [type_, I32])
+    return builder.call(function, [x, builder.fptosi(clamped, I32)])
 
 
 def _integer_function(builder: ir.IRBuilder, name: str, value: ir.Value, dtype: str) -> ir.Value:

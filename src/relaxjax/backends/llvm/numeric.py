@@ -146,10 +146,11 @@ def round_to_dtype(builder: ir.IRBuilder, value: ir.Value, dtype: str) -> ir.Val
 
 
 def cast(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) -> ir.Value:
-    """Convert a register value from dtype ``source`` to dtype ``dest`` (numpy semantics).
+    """Convert a register value from dtype ``source`` to dtype ``dest`` (jax's semantics).
 
     bfloat16 results are rounded through float32, as ``ml_dtypes`` does; float to
-    integer truncates toward zero and saturates; anything to bool tests ``!= 0``.
+    integer truncates toward zero and saturates at the target's range, NaN giving 0
+    (jax's rule); anything to bool tests ``!= 0``.
     """
     if source == dest:
         return value
@@ -204,12 +205,13 @@ def _to_float_rounding_to_odd(builder: ir.IRBuilder, value: ir.Value) -> ir.Valu
 def _to_integer(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) -> ir.Value:
     target = register_type(dest)
     if dtypes.is_floating(source):
-        # Like numpy on x86: narrow integers go through int32 (so out-of-range values wrap
-        # as numpy's do); the conversion itself saturates instead of giving poison.
-        wide = target if target.width >= 32 else I32
-        name = f"llvm.fptosi.sat.i{wide.width}.{_float_suffix(value.type)}"
-        converted = builder.call(_intrinsic(builder, name, wide, [value.type]), [value])
-        return converted if wide == target else builder.trunc(converted, target)
+        # As jax (XLA's convert): truncate toward zero, saturate at the target's range,
+        # NaN gives 0 (numpy wraps narrow integers instead).
+        if value.type == F16:  # LLVM's half saturation gets NaN wrong for i16 on x86
+            value = builder.fpext(value, F32)
+        sign = "u" if dtypes.is_unsigned(dest) else "s"
+        name = f"llvm.fpto{sign}i.sat.i{target.width}.{_float_suffix(value.type)}"
+        return builder.call(_intrinsic(builder, name, target, [value.type]), [value])
     width, new_width = value.type.width, target.width
     if new_width == width:
         return value

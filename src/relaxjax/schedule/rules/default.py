@@ -26,14 +26,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from relaxjax.errors import RelaxError
+from relaxjax.errors import RelaxError, ScheduleError
 from relaxjax.ir import IRModule
+from relaxjax.schedule.gpu import finish_gpu, is_finished
 from relaxjax.schedule.rules.approx import approximate_tanh
+from relaxjax.schedule.rules.gpu import GPU_RULES, is_gpu_target
 from relaxjax.schedule.rules.injective import injective_rule
 from relaxjax.schedule.rules.matmul import matmul_rule
 from relaxjax.schedule.rules.reduction import reduction_rule
 from relaxjax.schedule.rules.target import cpu_params
 from relaxjax.tir.function import PrimFunc
+from relaxjax.tir.functor import StmtVisitor
+from relaxjax.tir.stmt import For
 
 __all__ = [
     "CPU_RULES",
@@ -67,6 +71,19 @@ def _valid(original: PrimFunc, scheduled: object) -> bool:
     return isinstance(scheduled, PrimFunc) and _signature(scheduled) == _signature(original)
 
 
+def _thread_bound(func: PrimFunc) -> bool:
+    found = []
+
+    class _Find(StmtVisitor):
+        def visit_For(self, loop: For) -> None:
+            if loop.kind == "thread_binding":
+                found.append(loop)
+            super().visit_For(loop)
+
+    _Find().visit_stmt(func.body)
+    return bool(found)
+
+
 def is_scheduled(func: PrimFunc) -> bool:
     """True when ``func`` went through ``default_schedule`` already."""
     return RULE_ATTR in dict(func.attrs)
@@ -74,6 +91,8 @@ def is_scheduled(func: PrimFunc) -> bool:
 
 def _finish(func: PrimFunc, name: str, target: object) -> PrimFunc:
     """The chosen kernel, its math made vectorisable and its rule recorded."""
+    if is_gpu_target(target):
+        return func.with_attrs({**dict(func.attrs), RULE_ATTR: name})
     try:
         fast_tanh = cpu_params(target).fast_tanh
     except ValueError:
@@ -86,11 +105,16 @@ def _finish(func: PrimFunc, name: str, target: object) -> PrimFunc:
 def default_schedule(
     func: PrimFunc,
     target: object = "llvm",
-    rules: Sequence[tuple[str, Rule]] = CPU_RULES,
+    rules: Sequence[tuple[str, Rule]] | None = None,
     strict: bool = False,
 ) -> PrimFunc:
     """``func`` scheduled by the first rule of ``rules`` that applies (see the module
     doc); the unscheduled ``func`` (marked ``schedule_rule="none"``) when none does.
+    ``rules`` defaults to :data:`CPU_RULES`, or to the GPU rules for ``target="cuda"``
+    (:mod:`relaxjax.schedule.rules.gpu`), whose kernels are finished for the GPU;
+    there a kernel no rule schedules raises ``ScheduleError`` (a GPU kernel cannot
+    stay unscheduled), and a kernel already bound to GPU threads (scheduled by hand)
+    is only finished (``finish_gpu``), recorded as rule ``"user"``.
 
     With ``strict``, an error inside a rule propagates instead of falling back (tests
     use it to see why a rule did not apply)."""
@@ -98,24 +122,38 @@ def default_schedule(
         raise TypeError(f"default_schedule expects a tir.PrimFunc, got {type(func).__name__}")
     if is_scheduled(func):
         return func
+    gpu = is_gpu_target(target)
+    if rules is None:
+        rules = GPU_RULES if gpu else CPU_RULES
+    if gpu and (is_finished(func) or _thread_bound(func)):
+        # Scheduled by hand for the GPU (e.g. through with_kernels): finished as it is.
+        return _finish(finish_gpu(func), "user", target)
+    failure: Exception | None = None
     for name, rule in rules:
         try:
             scheduled = rule(func, target)
-        except (RelaxError, ValueError, TypeError, KeyError):
+        except (RelaxError, ValueError, TypeError, KeyError) as err:
             # A rule that trips over a kernel it half-recognised must not break
             # compilation: the next rule, or the unscheduled kernel, serves instead.
             if strict:
                 raise
+            failure = err
             continue
         if scheduled is not None and _valid(func, scheduled):
             return _finish(scheduled, name, target)
+    if gpu:
+        raise ScheduleError(
+            f"default_schedule: no GPU rule schedules kernel {func.name}"
+            + (f": {failure}" if failure is not None else "")
+        )
     return _finish(func, "none", target)
 
 
 @dataclass(frozen=True, slots=True)
 class ScheduleKernels:
     """The graph pass: every kernel of a module replaced by ``default_schedule`` of it
-    (kernels already scheduled, by a rule or marked by the user, are kept)."""
+    (kernels already scheduled, by a rule or marked by the user, are kept); for
+    ``target="cuda"`` every kernel comes out finished for the GPU."""
 
     target: object = "llvm"
 

@@ -28,7 +28,7 @@ from relaxjax.tir.functor import StmtMutator, substitute
 from relaxjax.tir.math import eq, logical_and
 from relaxjax.tir.stmt import Allocate, Block, BlockRealize, IfThenElse, Stmt, seq
 
-__all__ = ["has_blocks", "lower_blocks"]
+__all__ = ["has_blocks", "lower_blocks", "lower_realize"]
 
 
 def _is_true(predicate: PrimExpr) -> bool:
@@ -79,3 +79,8 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
     """``func`` with every block replaced by plain statements (see the module doc)."""
     body = _Lower().visit_stmt(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def lower_realize(realize: BlockRealize) -> Stmt:
+    """One block instance (and the blocks inside it) as plain statements."""
+    return _Lower().visit_stmt(realize)

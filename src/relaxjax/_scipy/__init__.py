@@ -1,0 +1,1 @@
+"""The implementation of :mod:`relaxjax.scipy` (private: import the public modules)."""

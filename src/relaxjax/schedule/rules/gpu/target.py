@@ -1,0 +1,71 @@
+"""What the GPU rules need to know about the target: block sizes and vector width.
+
+The schedule layer sits below the backends, so it reads what it needs from the
+target given to ``default_schedule``: the name ``"cuda"``, or any object with
+``kind == "cuda"`` (a backend's target) whose attributes override the defaults
+(``threads``, ``max_threads``, ``vector_bytes``, ``limits``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from relaxjax import dtypes
+from relaxjax.schedule.gpu.limits import DEFAULT_LIMITS, GpuLimits
+
+__all__ = ["GpuParams", "gpu_params", "is_gpu_target"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuParams:
+    """Sizes the GPU rules use.
+
+    ``threads``: threads per block of elementwise kernels and of a row reduced by a
+    whole block; ``vector_bytes``: the widest load/store (128-bit) an aligned
+    elementwise access is grouped into; ``warp_rows``: rows per block when each row
+    is reduced by one warp, which the rules do for rows of at most ``short_row``
+    elements; matrix products: ``matmul_tile`` x ``matmul_tile`` tiles per block in
+    steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
+    accumulators per thread, the tiles double buffered unless ``double_buffer`` is
+    False, and the matrix-vector schedule for at most ``gemv_rows`` rows; a
+    reduction of everything to one value runs on ``partial_blocks`` blocks,
+    then one; the ``parallel`` loops of kernels written as plain loops (a sort per
+    row) run a thread per iteration in blocks of ``loop_threads``; ``limits``: what a
+    launch may use.
+    """
+
+    threads: int = 256
+    vector_bytes: int = 16
+    warp_rows: int = 4
+    short_row: int = 128
+    warp: int = 32
+    matmul_tile: int = 64
+    matmul_regs: int = 4
+    matmul_step: int = 16
+    double_buffer: bool = True
+    gemv_rows: int = 4
+    partial_blocks: int = 128
+    loop_threads: int = 64
+    limits: GpuLimits = field(default=DEFAULT_LIMITS)
+
+    def lanes(self, dtype: str) -> int:
+        """Elements of ``dtype`` per vector access."""
+        return max(1, self.vector_bytes // dtypes.itemsize(dtype))
+
+
+def is_gpu_target(target: object) -> bool:
+    """Whether ``target`` names the CUDA target (``"cuda"`` or ``.kind == "cuda"``)."""
+    return target == "cuda" or getattr(target, "kind", None) == "cuda"
+
+
+def gpu_params(target: object = "cuda") -> GpuParams:
+    """The parameters for ``target`` (a :class:`GpuParams` is taken as it is);
+    ``ValueError`` when it is not a GPU target."""
+    if isinstance(target, GpuParams):
+        return target
+    if not is_gpu_target(target):
+        raise ValueError(f"the GPU schedule rules serve target 'cuda', got {target!r}")
+    if isinstance(target, str):
+        return GpuParams()
+    given = {f.name: getattr(target, f.name) for f in fields(GpuParams) if hasattr(target, f.name)}
+    return GpuParams(**given)
