@@ -14,13 +14,14 @@ from relaxjax.arith import max_ as max
 from relaxjax.arith import min_ as min
 from relaxjax.arith import prove_equal, sym, syms
 from relaxjax.backends import build
-from relaxjax.errors import InconclusiveShapeError, ShapeError, TraceError
+from relaxjax.errors import DeviceError, InconclusiveShapeError, ShapeError, TraceError
 from relaxjax.ir import IRModule
 from relaxjax.ir import TensorInfo as Tensor
 from relaxjax.jit import Jitted, eval_shape, jit
 from relaxjax.trace import match_cast
 
 __all__ = [
+    "DeviceError",
     "IRModule",
     "InconclusiveShapeError",
     "Jitted",

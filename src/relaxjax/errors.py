@@ -60,3 +60,11 @@ class LoweringError(RelaxError):
 
 class VerifyError(RelaxError):
     """An IR program is not well formed."""
+
+
+class DeviceError(RelaxError, RuntimeError):
+    """A device cannot run the program: no GPU or driver (``target="cuda"`` without a GPU),
+    or the driver reported an error. A ``RuntimeError``, like the driver's own errors.
+
+    Compiling (``lower()``, ``ptx()``) never needs a device; only running does.
+    """

@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import relaxjax.runtime as runtime
+import relaxjax.runtime.cuda as cuda_runtime
+from relaxjax.backends.cuda import CudaTarget
 from relaxjax.dlpack import exportable
 from relaxjax.ir import IRModule
 from relaxjax.passes import lower_pipeline
@@ -62,9 +64,11 @@ class Jitted:
         static_argnames: Sequence[str] = (),
         localns: Mapping[str, object] | None = None,
         inline: bool = False,
+        cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
     ) -> None:
         """``localns``: names visible where ``fn`` was decorated, for string annotations;
-        ``inline``: called inside another trace, trace the body into it (see :func:`jit`)."""
+        ``inline``: called inside another trace, trace the body into it (see :func:`jit`);
+        ``cuda_graphs``: the CUDA graph policy of ``target="cuda"`` (see :func:`jit`)."""
         if not callable(fn):
             raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
         if not isinstance(target, str):
@@ -74,6 +78,7 @@ class Jitted:
         self.target = target
         self.static_argnames = tuple(static_argnames)
         self.inline = bool(inline)
+        self.cuda_graphs = cuda_graphs
         self._name = function_name(fn)
         self._signature = Signature(fn, self._name, static_argnames, localns)
         self._traces: dict[Hashable, Traced] = {}
@@ -132,18 +137,41 @@ class Jitted:
         ``ScheduleError``. The replacements are checked when a call first compiles.
         """
         replaced = Jitted(
-            self.fn, self.target, self.static_argnames, self._signature._localns, self.inline
+            self.fn,
+            self.target,
+            self.static_argnames,
+            self._signature._localns,
+            self.inline,
+            self.cuda_graphs,
         )
         replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
         return replaced
 
     def _build(self, traced: Traced) -> Callable[..., object]:
-        if not self._kernel_overrides:
-            return runtime.build_executable(traced.module, self.target, entry=traced.name)
-        mod = LOWER_PIPELINE(traced.module)
-        for name, func in self._kernel_overrides.items():
-            mod = replace_kernel(mod, name, func)
+        mod = traced.module
+        if self._kernel_overrides:
+            mod = LOWER_PIPELINE(mod)
+            for name, func in self._kernel_overrides.items():
+                mod = replace_kernel(mod, name, func)
+        if self.target == "cuda":
+            return cuda_runtime.build_cuda_executable(mod, traced.name, self.cuda_graphs)
         return runtime.build_executable(mod, self.target, entry=traced.name)
+
+    def ptx(self, *specs: object, arch: str | None = None, **kwspecs: object) -> str:
+        """The PTX of the program for ``target="cuda"``, as text: every GPU kernel the
+        call path runs, for ``arch`` (``"sm_80"``, ``"sm_90"``; default: this machine's
+        GPU, else sm_90). Specs as for :meth:`trace`. Needs no GPU (nor a cubin
+        assembler). A parameter named ``arch`` must be given positionally."""
+        traced = self._trace(self._signature.plan_specs(specs, kwspecs))
+        mod = traced.module
+        if self._kernel_overrides:
+            mod = LOWER_PIPELINE(mod)
+            for name, func in self._kernel_overrides.items():
+                mod = replace_kernel(mod, name, func)
+        if arch is None:
+            arch = _device_arch()
+        program = cuda_runtime.compile_program(mod, CudaTarget(arch), traced.name, assemble=False)
+        return program.ptx
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:
         """The output spec(s), in the function's output structure: no compilation, no data."""
@@ -188,6 +216,13 @@ def _returns_bfloat16(traced: Traced) -> bool:
     return any(getattr(leaf, "dtype", None) == "bfloat16" for leaf in leaves)
 
 
+def _device_arch() -> str:
+    """The architecture of this machine's GPU, or sm_90 without one."""
+    if not cuda_runtime.probe().available:
+        return "sm_90"
+    return cuda_runtime.current_device().arch
+
+
 def _unflatten_outputs(traced: Traced, outputs: object) -> object:
     """The executable's flat outputs, in the structure the function returned."""
     if traced.out_tree is pytree.LEAF:
@@ -201,6 +236,7 @@ def jit(
     target: str = "llvm",
     static_argnames: Sequence[str] = (),
     inline: bool = False,
+    cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
 ) -> Jitted | Callable[[Callable[..., object]], Jitted]:
     """Compile ``fn`` for every value of its parameters' symbolic dims.
 
@@ -212,10 +248,22 @@ def jit(
     caller's module, traced once and shared by every call site (the result spec at
     each comes from matching its signature); with ``inline=True`` its body is traced
     into the caller instead, where it fuses with the ops around the call.
+
+    ``target="cuda"`` runs on an NVIDIA GPU (outputs are device arrays: ``np.asarray``,
+    ``__dlpack__``, ``__cuda_array_interface__``); without a GPU a call raises
+    ``relax.DeviceError``, while ``lower()`` and ``ptx(*specs)`` still work.
+    ``cuda_graphs`` (``runtime.cuda.GraphPolicy``, or False) replays each bucket of
+    symbol values through a CUDA graph (see ``docs/gpu.md``).
     """
     if fn is None:
-        return functools.partial(jit, target=target, static_argnames=static_argnames, inline=inline)
-    return Jitted(fn, target, static_argnames, _caller_locals(), inline)
+        return functools.partial(
+            jit,
+            target=target,
+            static_argnames=static_argnames,
+            inline=inline,
+            cuda_graphs=cuda_graphs,
+        )
+    return Jitted(fn, target, static_argnames, _caller_locals(), inline, cuda_graphs)
 
 
 def _caller_locals() -> dict[str, object]:

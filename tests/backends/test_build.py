@@ -56,9 +56,14 @@ def test_explicit_target():
     np.testing.assert_array_equal(kernel(np.ones(2, np.float32)), [5, 5])
 
 
-def test_cuda_is_not_yet_supported():
-    with pytest.raises(LoweringError, match="target 'cuda' is not yet supported"):
-        build(scale("gpu", 1.0), target="cuda")
+def test_cuda_builds_launch_plans_without_a_gpu():
+    from relaxjax.backends.cuda import CudaKernel
+
+    kernel = build(scale("gpu", 1.0), target="cuda")
+    assert isinstance(kernel, CudaKernel) and kernel.entries == ("relaxjax_gpu",)
+    (launch,) = kernel.plan.launches  # no thread bindings: one thread
+    assert launch.grid == (1, 1, 1) and launch.block == (1, 1, 1)
+    assert ".entry relaxjax_gpu" in kernel.module.ptx
 
 
 def test_unknown_target():

@@ -220,8 +220,8 @@ class Mod(IntegerResultOp):
 
 @register
 class Power(IntegerResultOp):
-    """``x ** y``. An integer raised to a negative power is only defined for ``|x| == 1``
-    (jax's value elsewhere depends on the platform); the reference gives 0 there.
+    """``x ** y``. Integers use jax's binary exponentiation (``_integer_power_expr``):
+    products wrap, a negative exponent counts by its low bits as jax's does.
 
     As ``jnp.power``, a concrete integer exponent (a Python int or bool, or a symbolic dim:
     a scalar, not an array) keeps the base's dtype (bool becomes int32) and weak type;
@@ -268,11 +268,27 @@ class Power(IntegerResultOp):
     def scalar(self, x: PrimExpr, y: PrimExpr) -> PrimExpr:
         if dtypes.is_floating(x.dtype):
             return tir.pow(x, y)
-        # Integers go through float64 pow (exact below 2 ** 53); a negative power of 0
-        # gives 0, as the reference does.
-        power = tir.cast(tir.pow(tir.cast(x, "float64"), tir.cast(y, "float64")), x.dtype)
-        zero = tir.const(0, x.dtype)
-        return tir.select(tir.logical_and(tir.eq(x, zero), y < zero), zero, power)
+        return _integer_power_expr(x, y)
+
+
+#: Integer powers square the base this many times, as jax's binary exponentiation:
+#: any larger exponent overflows for ``|x| > 1`` (results wrap, as jax's).
+_POWER_BITS = 6
+
+
+def _integer_power_expr(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    """``x ** y`` for integers by jax's rule: the low bits of ``y`` (two's complement,
+    so a negative exponent uses ``y mod 64``), products wrapping; ``0 ** 0 == 1``."""
+    zero, one = tir.const(0, x.dtype), tir.const(1, x.dtype)
+    power = tir.select(tir.logical_and(tir.eq(x, zero), tir.ne(y, zero)), zero, one)
+    bits = y % tir.const(2**_POWER_BITS, y.dtype) if dtypes.is_signed(y.dtype) else y
+    base = x
+    for _ in range(_POWER_BITS):
+        odd = tir.ne(bits % tir.const(2, y.dtype), tir.const(0, y.dtype))
+        power = tir.select(odd, power * base, power)
+        base = base * base
+        bits = bits // tir.const(2, y.dtype)
+    return power
 
 
 def _is_weak_int(operand: OperandType) -> bool:
@@ -293,14 +309,17 @@ def _ordered(x: PrimExpr) -> PrimExpr:
 
 
 def _integer_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    negative = exponent < 0
-    positive_power = np.power(base, np.where(negative, 0, exponent))
-    odd = (exponent % 2) != 0
-    one = np.ones_like(positive_power)
-    reciprocal = np.where(base == 1, one, 0)
-    if base.dtype.kind == "i":
-        reciprocal = np.where(base == -1, np.where(odd, -one, one), reciprocal)
-    return np.where(negative, reciprocal, positive_power)
+    """The reference of ``_integer_power_expr`` (products wrap)."""
+    base, exponent = np.broadcast_arrays(base, exponent)
+    bits = np.mod(exponent, 2**_POWER_BITS) if exponent.dtype.kind == "i" else exponent
+    zero = base.dtype.type(0)
+    power = np.where((base == 0) & (exponent != 0), zero, base.dtype.type(1))
+    with np.errstate(over="ignore"):
+        for _ in range(_POWER_BITS):
+            power = np.where(bits % 2 != 0, power * base, power)
+            base = base * base
+            bits = bits // 2
+    return power
 
 
 @register

@@ -18,7 +18,7 @@ attributes (``numpy.linalg.qr.mode_reduced``). Every other op call is left for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from relaxjax.ir import (
@@ -91,8 +91,9 @@ LIBRARY_CALLS: dict[str, LibraryCall] = {
 class _Dispatcher(ExprMutator):
     """Replaces op calls found in :data:`LIBRARY_CALLS` by ``call_extern``s."""
 
-    def __init__(self) -> None:
+    def __init__(self, ops: Collection[str] | None = None) -> None:
         super().__init__()
+        self.ops = ops
         self.used: dict[str, str] = {}
 
     def visit_Call(self, call: Call) -> Call:
@@ -102,15 +103,18 @@ class _Dispatcher(ExprMutator):
         library = LIBRARY_CALLS.get(call.op.name)  # type: ignore[union-attr]
         if library is None or not library.applies(call):
             return call
+        if self.ops is not None and library.op_name not in self.ops:
+            return call
         symbol, decl_name = library.symbol_of(call)
         self.used[decl_name] = symbol
         extern = call_extern(ExternFunc(symbol), call.args, call.info)
         return Call(extern.op, extern.args, extern.attrs, extern.info, call.checks)
 
 
-def dispatch_library(mod: IRModule) -> IRModule:
-    """``mod`` with every op call in :data:`LIBRARY_CALLS` turned into a ``call_extern``."""
-    dispatcher = _Dispatcher()
+def dispatch_library(mod: IRModule, ops: Collection[str] | None = None) -> IRModule:
+    """``mod`` with every op call in :data:`LIBRARY_CALLS` (only those of ``ops`` when
+    given) turned into a ``call_extern``."""
+    dispatcher = _Dispatcher(ops)
     result = dispatcher.visit(mod)
     for decl_name, symbol in dispatcher.used.items():
         if decl_name not in result:

@@ -4,7 +4,7 @@
 
     eliminate_dead_code   drop unused bindings before lowering them
     dispatch_library      (library=True only) matmul -> call_extern of BLAS
-    make_views            layout ops that only move elements -> call_view (no copy)
+    make_views            (llvm) layout ops that only move elements -> call_view (no copy)
     inplace_updates       an update of a dead, owned operand -> call_tir_inplace
     legalize              every op call -> call_tir of a shape-generic kernel (reading
                           view operands through strides: strided_operands)
@@ -96,6 +96,9 @@ def default_pipeline(target: str = "llvm", verify: bool = False, library: bool =
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
-    passes = (LOWERING[0], *dispatch, *LOWERING[1:])
+    lowering = LOWERING[1:]
+    if target != "llvm":  # the CUDA runtime does not run call_view yet: layout ops copy
+        lowering = tuple(p for p in lowering if p is not make_views)
+    passes = (LOWERING[0], *dispatch, *lowering)
     schedule: tuple[Pass, ...] = (ScheduleKernels(target),) if target == "llvm" else ()
     return Pipeline((*passes, fuse_ops, *schedule), verify)

@@ -85,6 +85,11 @@ def _as_array(value: object, dtype: str, what: str, expected: str) -> np.ndarray
             ) from None
     if isinstance(value, np.ndarray):
         array = value
+    elif getattr(type(value), "__relaxjax_device__", False):
+        # A device array of a cuda executable: checked like an ndarray, never copied here.
+        if value.dtype != target:  # type: ignore[attr-defined]
+            raise TypeError(f"{what}: expected dtype {dtype}, got {value.dtype}")  # type: ignore[attr-defined]
+        return value  # type: ignore[return-value]
     elif isinstance(value, np.generic):
         array = np.asarray(value)
     elif hasattr(value, "__dlpack__") or hasattr(value, "__array__"):

@@ -24,6 +24,12 @@ def _numpy_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     np.matmul(a, b, out=out)
 
 
+def _copy(source: np.ndarray, out: np.ndarray) -> None:
+    """``out = source``: a copy between host and device (``passes.placement``), which on a
+    CPU-only executable is a copy between host arrays (the cuda runtime emits its own)."""
+    out[...] = source
+
+
 def _factorization(op_name: str, attrs: object) -> Callable[..., None]:
     """The library call of a factorisation op: its numpy.linalg computation (the op's
     reference, LAPACK) written into the outputs."""
@@ -43,6 +49,8 @@ def _factorization(op_name: str, attrs: object) -> Callable[..., None]:
 #: symbol -> function(*inputs, *outputs)
 EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {
     "numpy.matmul": _numpy_matmul,
+    "relaxjax.cuda.to_host": _copy,
+    "relaxjax.cuda.to_device": _copy,
     **{
         library_symbol(name, attrs): _factorization(name, attrs)
         for name, variants in LIBRARY_OPS.items()

@@ -301,7 +301,7 @@ class FastPath:
     """A cheap cache key for the common call: positional arrays, one per parameter.
 
     When every parameter is positional, not static, and annotated with one spec or
-    not at all, a call passing exactly one numpy array (or Python scalar, for an
+    not at all, a call passing exactly one numpy (or cuda device) array (or Python scalar, for an
     unannotated parameter; any integer for a symbolic scalar) per parameter is
     identified by the shapes and dtypes of its unannotated arrays alone, and its
     arguments are already flat. :meth:`key` returns None for any other call, which
@@ -336,7 +336,7 @@ class FastPath:
         key: list[object] = []
         for arg, kind in zip(args, self._kinds):  # type: ignore[arg-type]
             cls = type(arg)
-            if cls is np.ndarray:
+            if cls is np.ndarray or getattr(cls, "__relaxjax_device__", False):  # device arrays too
                 if kind == _UNANNOTATED:  # dtype.num: a cheap int naming the dtype
                     key.extend((arg.shape, arg.dtype.num))  # type: ignore[attr-defined]
             elif kind == _UNANNOTATED:

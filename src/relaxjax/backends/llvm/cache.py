@@ -10,7 +10,9 @@ harmless (both write the same bytes). An entry whose frame does not check out
 (truncated, corrupted, foreign) is counted, ignored and rewritten.
 
 The directory is ``$RELAXJAX_CACHE_DIR`` (read at every lookup) or
-``~/.cache/relaxjax``; entries live under ``llvm/``. If it cannot be written,
+``~/.cache/relaxjax``; entries live under ``llvm/`` (the CUDA backend keeps its PTX and
+cubins under ``cuda/``, through the same functions with ``namespace="cuda"``; the
+counters are shared). If it cannot be written,
 compilation still succeeds and the failure is counted in ``write_errors``.
 """
 
@@ -76,10 +78,11 @@ def count(**increments: int) -> None:
         _stats = replace(_stats, **{k: getattr(_stats, k) + v for k, v in increments.items()})
 
 
-def cache_dir() -> Path:
-    """Where entries are stored: ``$RELAXJAX_CACHE_DIR/llvm`` or ``~/.cache/relaxjax/llvm``."""
+def cache_dir(namespace: str = "llvm") -> Path:
+    """Where entries are stored: ``$RELAXJAX_CACHE_DIR/<namespace>`` or
+    ``~/.cache/relaxjax/<namespace>``."""
     root = os.environ.get("RELAXJAX_CACHE_DIR") or os.path.join("~", ".cache", "relaxjax")
-    return Path(root).expanduser() / "llvm"
+    return Path(root).expanduser() / namespace
 
 
 def cache_key(ir_text: str, target_identity: str) -> str:
@@ -91,15 +94,15 @@ def cache_key(ir_text: str, target_identity: str) -> str:
     return digest.hexdigest()
 
 
-def entry_path(key: str) -> Path:
+def entry_path(key: str, namespace: str = "llvm") -> Path:
     """The file holding the entry for ``key``."""
-    return cache_dir() / f"{key}.o"
+    return cache_dir(namespace) / f"{key}.o"
 
 
-def read_entry(key: str) -> bytes | None:
+def read_entry(key: str, namespace: str = "llvm") -> bytes | None:
     """The cached object for ``key``, or ``None`` if absent or failing its frame check."""
     try:
-        data = entry_path(key).read_bytes()
+        data = entry_path(key, namespace).read_bytes()
     except OSError:
         count(misses=1)
         return None
@@ -111,9 +114,9 @@ def read_entry(key: str) -> bytes | None:
     return payload
 
 
-def write_entry(key: str, payload: bytes) -> None:
+def write_entry(key: str, payload: bytes, namespace: str = "llvm") -> None:
     """Store ``payload`` under ``key`` atomically (temporary file, then rename)."""
-    path = entry_path(key)
+    path = entry_path(key, namespace)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")

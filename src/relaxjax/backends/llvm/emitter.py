@@ -23,7 +23,7 @@ dispatch on the exact class.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -35,11 +35,15 @@ from ...tir.buffer import Buffer
 from ...tir.expr import PrimExpr, Var
 from ...tir.function import PrimFunc
 from ...tir.stmt import Stmt
+from .dialect import declare
 from .numeric import I1, I32, register_type, storage_type
 from .target import Target
 
 __all__ = [
     "CONTRACTED_DTYPES",
+    "ExprLowering",
+    "StmtLowering",
+    "StorageLowering",
     "Captures",
     "FunctionEmitter",
     "KernelContext",
@@ -79,9 +83,21 @@ def lowers_stmt(node_class: type) -> Callable[[_F], _F]:
     return register
 
 
+StorageLowering = Callable[["FunctionEmitter", Buffer], "ir.Value | None"]
+
+
 @dataclass
 class KernelContext:
-    """What all LLVM functions emitted for one PrimFunc share."""
+    """What all LLVM functions emitted for one PrimFunc share.
+
+    A target other than the host CPU adds its own lowerings: ``loops`` (loop kind ->
+    lowering, e.g. the GPU's ``thread_binding``), ``calls`` (intrinsic name -> lowering
+    of a ``Call``, e.g. the GPU's barrier and warp shuffles; such a call is also
+    emitted when it stands alone in an ``Evaluate``) and ``storage`` (where a local
+    buffer lives; ``None`` from it means the default storage). ``target`` is the
+    target description (:class:`~.target.Target`, or the GPU's), read for
+    ``max_unroll``, ``max_stack_bytes`` and ``parallel_min_work``.
+    """
 
     func: PrimFunc
     module: ir.Module
@@ -91,6 +107,9 @@ class KernelContext:
     contract: bool = True
     outlined: int = 0
     uses_parallel: bool = False
+    loops: Mapping[str, StmtLowering] = field(default_factory=dict)
+    calls: Mapping[str, ExprLowering] = field(default_factory=dict)
+    storage: StorageLowering | None = None
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -269,12 +288,9 @@ class FunctionEmitter:
 
 def declare_runtime(module: ir.Module, name: str) -> ir.Function:
     """The C runtime function ``name`` (``aligned_alloc``/``free``) declared in ``module``."""
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
     i8p = ir.IntType(8).as_pointer()
     signatures = {
-        "aligned_alloc": ir.FunctionType(i8p, [ir.IntType(64), ir.IntType(64)]),
-        "free": ir.FunctionType(ir.VoidType(), [i8p]),
+        "aligned_alloc": (i8p, [ir.IntType(64), ir.IntType(64)]),
+        "free": (ir.VoidType(), [i8p]),
     }
-    return ir.Function(module, signatures[name], name)
+    return declare(module, name, *signatures[name])

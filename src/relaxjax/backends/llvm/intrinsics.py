@@ -28,10 +28,11 @@ from llvmlite import ir
 from ... import dtypes
 from ...errors import LoweringError
 from .bits import BIT_FUNCTIONS, emit_bit_function, emit_nextafter
+from .dialect import declare, dialect_of
 from .numeric import F16, F32, F64, I1, I32, cast, round_to_dtype
 from .vector_math import emit_exp_f32
 
-__all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "emit_math"]
+__all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "declare", "emit_math"]
 
 # name -> (LLVM intrinsic base or None, libm base name or None, arity)
 _FLOAT_TABLE: dict[str, tuple[str | None, str | None, int]] = {
@@ -82,14 +83,6 @@ PREDICATES: frozenset[str] = frozenset({"isnan", "isinf", "isfinite"})
 """Functions of a float returning bool (true for integers: isfinite; false otherwise)."""
 
 _SUFFIX = {F16: "f16", F32: "f32", F64: "f64"}
-
-
-def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
-    """The function ``name`` in ``module``, declared on first use."""
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ir.Function(module, ir.FunctionType(ret, list(args)), name)
 
 
 def emit_math(
@@ -175,7 +168,7 @@ def _float_in_register(
         return builder.fdiv(one, root, flags=flags)
     if name == "sigmoid":
         _check_arity(name, args, 1)
-        negated = builder.fneg(args[0], flags=flags)
+        negated = dialect_of(builder.module).negate(builder, args[0], flags)
         denominator = builder.fadd(one, _float_in_register(builder, "exp", [negated], flags), flags)
         return builder.fdiv(one, denominator, flags=flags)
     if name == "fmod":
@@ -186,7 +179,7 @@ def _float_in_register(
         return _ldexp(builder, args[0], args[1])
     intrinsic, libm, arity = _FLOAT_TABLE[name]
     _check_arity(name, args, arity)
-    if name == "exp" and type_ == F32:
+    if name == "exp" and type_ == F32 and dialect_of(builder.module).inline_exp:
         return emit_exp_f32(builder, args[0])
     if intrinsic is not None:
         symbol = f"{intrinsic}.{_SUFFIX[type_]}"

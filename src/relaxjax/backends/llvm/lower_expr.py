@@ -30,9 +30,10 @@ from ...tir.expr import (
 )
 from ...tir.intrinsics import LAZY_SELECT
 from . import numeric
+from .dialect import declare, dialect_of
 from .emitter import FunctionEmitter, lowers_expr
 from .index import emit_dim
-from .intrinsics import declare, emit_math
+from .intrinsics import emit_math
 from .memory import element_pointer
 from .numeric import F16, F32
 
@@ -91,7 +92,7 @@ def lower_unary(emitter: FunctionEmitter, node: UnaryOp) -> ir.Value:
     if node.op == "not":
         return builder.xor(value, ir.Constant(value.type, 1))
     if dtypes.is_floating(node.dtype):
-        return builder.fneg(value, flags=emitter.flags)
+        return dialect_of(emitter.module).negate(builder, value, emitter.flags)
     return builder.sub(ir.Constant(value.type, 0), value)
 
 
@@ -118,7 +119,10 @@ def lower_cast(emitter: FunctionEmitter, node: Cast) -> ir.Value:
 
 @lowers_expr(Call)
 def lower_call(emitter: FunctionEmitter, node: Call) -> ir.Value:
-    """A math intrinsic, or the lazy ``if_then_else``."""
+    """A math intrinsic, the lazy ``if_then_else``, or an intrinsic of the target."""
+    special = emitter.context.calls.get(node.intrinsic)
+    if special is not None:
+        return special(emitter, node)
     if node.intrinsic == LAZY_SELECT:
         return _lazy_select(emitter, *node.args)
     args = [emitter.expr(arg) for arg in node.args]

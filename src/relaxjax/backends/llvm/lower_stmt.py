@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from ... import arith
 from ...errors import LoweringError
-from ...tir.expr import IntImm
+from ...tir.expr import Call, IntImm
 from ...tir.functor import StmtVisitor
 from ...tir.stmt import (
     Allocate,
@@ -51,7 +51,11 @@ __all__ = ["contains_vectorized_loop", "lower_for"]
 
 @lowers_stmt(For)
 def lower_for(emitter: FunctionEmitter, node: For) -> None:
-    """A loop of any CPU kind (see the module docstring)."""
+    """A loop of any CPU kind (see the module docstring), or of a kind the target lowers."""
+    special = emitter.context.loops.get(node.kind)
+    if special is not None:
+        special(emitter, node)
+        return
     if node.kind == "thread_binding":
         raise LoweringError(
             f"loop {node.var} is bound to {node.thread_tag}: GPU thread bindings cannot be "
@@ -221,4 +225,8 @@ def lower_seq(emitter: FunctionEmitter, node: SeqStmt) -> None:
 
 @lowers_stmt(Evaluate)
 def lower_evaluate(emitter: FunctionEmitter, node: Evaluate) -> None:
-    """A pure expression evaluated for effect: nothing to emit (TIR expressions have none)."""
+    """An expression evaluated for effect: only a target's own intrinsics have one (a GPU
+    barrier); anything else is pure, and nothing is emitted."""
+    value = node.value
+    if isinstance(value, Call) and value.intrinsic in emitter.context.calls:
+        emitter.expr(value)

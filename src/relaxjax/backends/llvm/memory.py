@@ -85,7 +85,13 @@ def with_local_buffers(
     """Give each of ``buffers`` storage, bind it in a nested scope, and emit the body."""
     with emitter.nested_scope() as scope:
         in_place: list[tuple[Buffer, arith.Dim]] = []
+        placed_by_target = emitter.context.storage
         for buffer in buffers:
+            if placed_by_target is not None:
+                pointer = placed_by_target(emitter, buffer)
+                if pointer is not None:
+                    scope.buffers[buffer] = pointer
+                    continue
             elements = allocated_elements(buffer)
             if _known_at_entry(emitter, elements):
                 scope.buffers[buffer] = _allocate_in_prologue(emitter, buffer, elements)

@@ -33,6 +33,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ... import dtypes
+from .dialect import declare
 
 __all__ = [
     "F32",
@@ -227,11 +228,7 @@ def _float_suffix(type_: ir.Type) -> str:
 
 
 def _intrinsic(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-    module = builder.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ir.Function(module, ir.FunctionType(ret, args), name)
+    return declare(builder.module, name, ret, args)
 
 
 def floordiv_int(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, signed: bool) -> ir.Value:

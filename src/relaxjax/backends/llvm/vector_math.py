@@ -34,6 +34,7 @@ import math
 
 from llvmlite import ir
 
+from .dialect import declare
 from .numeric import F32, I32
 
 __all__ = ["EXP_F32_HIGH", "EXP_F32_LOW", "emit_exp_f32"]
@@ -60,11 +61,7 @@ def _i32(value: int) -> ir.Constant:
 
 
 def _intrinsic(builder: ir.IRBuilder, name: str, arity: int) -> ir.Function:
-    module = builder.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ir.Function(module, ir.FunctionType(F32, [F32] * arity), name)
+    return declare(builder.module, name, F32, [F32] * arity)
 
 
 def _mul_add(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:

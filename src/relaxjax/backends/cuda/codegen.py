@@ -1,0 +1,352 @@
+"""Kernels to one NVVM IR module: an ``.entry`` per launch (see :mod:`.launches`).
+
+Each launch of kernel ``f`` becomes a function marked as a kernel in
+``!nvvm.annotations``::
+
+    void relaxjax_f[_k](T0 addrspace(1)* noalias buf0, ..., W addrspace(1)* noalias ws0, ...,
+                        i64 sym0, ...)
+
+(the buffers of ``f.params`` in order, then its workspaces, then the values of
+``f.symbols()``). The body is emitted by the shared lowering
+(:mod:`relaxjax.backends.llvm`) in the NVVM dialect (:mod:`.dialect`), plus what only
+GPUs have:
+
+- a ``thread_binding`` loop ``for v in thread_binding(start, extent, tag)`` binds
+  ``v = start + tid`` where ``tid`` is ``threadIdx``/``blockIdx`` along the tag's axis
+  (``llvm.nvvm.read.ptx.sreg.*``), guarded by ``tid < extent`` when the launch is
+  larger than this loop along that axis; ``parallel`` loops run serially in a thread;
+- storage: ``shared`` buffers in address space 3 (static globals, or slices of the
+  dynamic shared memory ``relaxjax_dynamic_shared``); other constant-size buffers are
+  ``alloca``s (registers or local memory: libnvvm's address space 5 after SROA); a
+  thread's symbolic-size buffer comes from the device heap (``malloc``), which works
+  but is slow, so GPU rules avoid it;
+- intrinsics: ``syncthreads()`` -> ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` /
+  ``shfl_down(v, offset)`` -> ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp
+  (values wider or narrower than 32 bits are shuffled as 32-bit pieces);
+- a ``vectorized`` loop of constant extent up to 16 is unrolled, and buffer parameters
+  are ``align 16``, so libnvvm merges the accesses of a thread into vector loads and
+  stores (``ld.global.v4.f32``).
+
+The module has the triple ``nvptx64-nvidia-cuda``, libnvvm's data layout and
+``!nvvmir.version = !{2, 0, 3, 2}``; pointers are typed (LLVM 7).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ... import arith, dtypes
+from ...errors import LoweringError
+from ...tir.buffer import Buffer
+from ...tir.expr import Call, PrimExpr
+from ...tir.function import PrimFunc
+from ...tir.stmt import For
+from ..llvm import lower_expr, lower_stmt  # noqa: F401 - registers the node lowerings
+from ..llvm.dialect import set_dialect
+from ..llvm.emitter import FunctionEmitter, KernelContext, Scope
+from ..llvm.index import emit_dim
+from ..llvm.loops import counted_loop
+from ..llvm.memory import allocated_elements
+from ..llvm.numeric import F16, F32, F64, I8, I32, I64, storage_type
+from .dialect import NVVM_DIALECT
+from .launches import KernelPlan, LaunchPlan, plan_kernel
+from .target import CudaTarget
+
+__all__ = ["BUFFER_ALIGNMENT", "DATA_LAYOUT", "TRIPLE", "NvvmModule", "emit_nvvm_module"]
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DATA_LAYOUT = (
+    "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-"
+    "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+)
+GLOBAL, SHARED = 1, 3
+_SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
+_DYNAMIC_SHARED = "relaxjax_dynamic_shared"
+#: Every buffer a kernel receives starts at a multiple of this many bytes (the runtime
+#: guarantees it: allocations are 256-byte aligned, arena slots 64, and a foreign array
+#: that is not aligned is copied), so 128-bit vector accesses are legal.
+BUFFER_ALIGNMENT = 16
+#: ``vectorized`` loops up to this many iterations are unrolled for vector accesses.
+MAX_VECTOR_LANES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class NvvmModule:
+    """NVVM IR text for some kernels, and the launch plan of each (by kernel name)."""
+
+    ir_text: str
+    plans: dict[str, KernelPlan]
+
+
+def emit_nvvm_module(
+    kernels: Mapping[str, PrimFunc], target: CudaTarget, fast_math: bool = False
+) -> NvvmModule:
+    """Lower ``kernels`` (name -> PrimFunc) into one NVVM IR module.
+
+    Raises:
+        LoweringError: a kernel uses something the GPU backend cannot lower (the
+            message names the kernel).
+    """
+    module = ir.Module(name="relaxjax_cuda")
+    module.triple = TRIPLE
+    module.data_layout = DATA_LAYOUT
+    set_dialect(module, NVVM_DIALECT)
+    plans: dict[str, KernelPlan] = {}
+    entries: list[ir.Function] = []
+    for name, func in kernels.items():
+        try:
+            plan = plan_kernel(func, name, target)
+            for launch in plan.launches:
+                entries.append(_emit_launch(module, plan, launch, target, fast_math))
+        except LoweringError as err:
+            raise LoweringError(f"while compiling kernel {name} for cuda: {err.message}") from err
+        plans[name] = plan
+    _annotate(module, entries)
+    return NvvmModule(str(module), plans)
+
+
+def _annotate(module: ir.Module, entries: list[ir.Function]) -> None:
+    kernel = ir.MetaDataString(module, "kernel")
+    annotations = module.add_named_metadata("nvvm.annotations")
+    for entry in entries:
+        annotations.add(module.add_metadata([entry, kernel, ir.Constant(I32, 1)]))
+    version = module.add_named_metadata("nvvmir.version")
+    version.add(module.add_metadata([ir.Constant(I32, v) for v in (2, 0, 3, 2)]))
+
+
+def _emit_launch(
+    module: ir.Module, plan: KernelPlan, launch: LaunchPlan, target: CudaTarget, fast_math: bool
+) -> ir.Function:
+    func = plan.func
+    buffers = (*func.params, *(w.buffer for w in plan.workspaces))
+    pointer_types = [storage_type(b.dtype).as_pointer(GLOBAL) for b in buffers]
+    signature = ir.FunctionType(ir.VoidType(), pointer_types + [I64] * len(plan.symbol_names))
+    function = ir.Function(module, signature, launch.entry)
+    scope = Scope()
+    args = iter(function.args)
+    for buffer, arg in zip(buffers, args):
+        arg.add_attribute("noalias")
+        arg.attributes.align = BUFFER_ALIGNMENT
+        arg.name = f"buf.{buffer.name}"
+        scope.buffers[buffer] = arg
+    for symbol, arg in zip(plan.symbol_names, args):
+        arg.name = f"sym.{symbol}"
+        scope.symbols[symbol] = arg
+    context = KernelContext(
+        func,
+        module,
+        target,  # type: ignore[arg-type]  # read for max_unroll / max_stack_bytes
+        launch.entry,
+        fast_math,
+        loops={
+            "thread_binding": functools.partial(_lower_thread_loop, launch),
+            "parallel": _lower_serially,
+            "vectorized": _lower_vectorized,
+        },
+        calls=_GPU_CALLS,
+        storage=functools.partial(_place_buffer, launch, target),
+    )
+    emitter = FunctionEmitter(context, function, scope, status=None)  # type: ignore[arg-type]
+    emitter.status = emitter.prologue.alloca(I32, name="status")
+    with emitter.nested_scope() as inner:
+        for buffer in launch.local_buffers:
+            pointer = _place_buffer(launch, target, emitter, buffer)
+            assert pointer is not None
+            inner.buffers[buffer] = pointer
+        emitter.stmt(launch.body)
+    return emitter.finish()
+
+
+# -- loops -----------------------------------------------------------------------------------
+
+
+def _thread_index(emitter: FunctionEmitter, tag: str) -> ir.Value:
+    kind, axis = tag.split(".")
+    name = f"llvm.nvvm.read.ptx.sreg.{_SREG[kind]}.{axis}"
+    function = emitter.module.globals.get(name) or ir.Function(
+        emitter.module, ir.FunctionType(I32, []), name
+    )
+    return emitter.builder.zext(emitter.builder.call(function, []), I64)
+
+
+def _lower_thread_loop(launch: LaunchPlan, emitter: FunctionEmitter, node: For) -> None:
+    assert node.thread_tag is not None
+    builder = emitter.builder
+    symbols = emitter.scope.symbols
+    index = _thread_index(emitter, node.thread_tag)
+    value = builder.add(emit_dim(builder, node.start, symbols), index)
+    launched = launch.extent(node.thread_tag)
+    if node.extent is launched or arith.prove_equal(node.extent, launched):
+        emitter.loop_body(node.var.name, node.body, value)
+        return
+    inside = builder.icmp_signed("<", index, emit_dim(builder, node.extent, symbols))
+    with builder.if_then(inside):
+        emitter.loop_body(node.var.name, node.body, value)
+
+
+def _lower_serially(emitter: FunctionEmitter, node: For) -> None:
+    builder = emitter.builder
+    symbols = emitter.scope.symbols
+    start = emit_dim(builder, node.start, symbols)
+    stop = builder.add(start, emit_dim(builder, node.extent, symbols))
+    with counted_loop(builder, start, stop, name=node.var.name) as index:
+        emitter.loop_body(node.var.name, node.body, index)
+
+
+def _lower_vectorized(emitter: FunctionEmitter, node: For) -> None:
+    """A thread's ``vectorized`` loop: unrolled when its extent is a small constant, so
+    that libnvvm's load/store vectoriser can merge its accesses into 64/128-bit ones
+    (buffers are 16-byte aligned); otherwise a serial loop."""
+    extent = node.extent
+    if not isinstance(extent, int) or extent > MAX_VECTOR_LANES:
+        _lower_serially(emitter, node)
+        return
+    start = emit_dim(emitter.builder, node.start, emitter.scope.symbols)
+    for lane in range(extent):
+        index = emitter.builder.add(start, ir.Constant(I64, lane))
+        emitter.loop_body(node.var.name, node.body, index)
+
+
+# -- storage ---------------------------------------------------------------------------------
+
+
+def _place_buffer(
+    launch: LaunchPlan, target: CudaTarget, emitter: FunctionEmitter, buffer: Buffer
+) -> ir.Value | None:
+    """Where ``buffer`` lives on the GPU (None: the default, the device heap)."""
+    element = storage_type(buffer.dtype)
+    elements = allocated_elements(buffer)
+    if buffer.scope == "shared":
+        if isinstance(elements, int):
+            return _static_shared(emitter.module, buffer, element, elements, target)
+        return _dynamic_shared(launch, emitter, buffer, element)
+    if isinstance(elements, int) and elements * dtypes.itemsize(buffer.dtype) <= (
+        target.max_stack_bytes
+    ):
+        slot = emitter.prologue.alloca(element, size=ir.Constant(I64, max(elements, 1)))
+        slot.name = buffer.name
+        slot.align = max(dtypes.itemsize(buffer.dtype), 4)
+        return slot
+    return None
+
+
+def _static_shared(
+    module: ir.Module, buffer: Buffer, element: ir.Type, elements: int, target: CudaTarget
+) -> ir.Value:
+    nbytes = elements * element.get_abi_size(_target_data()) if elements else 0
+    if nbytes > target.max_shared_bytes:
+        raise LoweringError(
+            f"shared buffer {buffer.name} takes {nbytes} bytes, over the {target.max_shared_bytes} "
+            f"bytes of static shared memory per block of {target.arch}"
+        )
+    name = f"{buffer.name}.shared"
+    suffix = 0
+    while name in module.globals:
+        suffix += 1
+        name = f"{buffer.name}.shared{suffix}"
+    array = ir.ArrayType(element, max(elements, 1))
+    variable = ir.GlobalVariable(module, array, name, addrspace=SHARED)
+    variable.linkage = "internal"
+    variable.initializer = ir.Constant(array, ir.Undefined)
+    variable.align = 16
+    return variable.gep([ir.Constant(I64, 0), ir.Constant(I64, 0)])
+
+
+def _dynamic_shared(
+    launch: LaunchPlan, emitter: FunctionEmitter, buffer: Buffer, element: ir.Type
+) -> ir.Value:
+    offsets = dict(launch.dynamic_shared)
+    if buffer not in offsets:
+        raise LoweringError(f"shared buffer {buffer.name} has no place in dynamic shared memory")
+    module = emitter.module
+    base = module.globals.get(_DYNAMIC_SHARED)
+    if base is None:
+        base = ir.GlobalVariable(module, ir.ArrayType(I8, 0), _DYNAMIC_SHARED, addrspace=SHARED)
+        base.linkage = "external"
+        base.align = 16
+    builder = emitter.prologue
+    offset = emit_dim(builder, offsets[buffer], emitter.scope.symbols)
+    start = builder.gep(base, [ir.Constant(I64, 0), offset], inbounds=True)
+    return builder.bitcast(start, element.as_pointer(SHARED), name=buffer.name)
+
+
+@functools.cache
+def _target_data() -> object:
+    import llvmlite.binding as llvm
+
+    return llvm.create_target_data(DATA_LAYOUT)
+
+
+# -- GPU intrinsics --------------------------------------------------------------------------
+
+
+def _declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def _syncthreads(emitter: FunctionEmitter, node: Call) -> ir.Value:
+    barrier = _declare(emitter.module, "llvm.nvvm.barrier0", ir.VoidType(), [])
+    emitter.builder.call(barrier, [])
+    return ir.Constant(I32, 0)
+
+
+def _shuffle(kind: str, emitter: FunctionEmitter, node: Call) -> ir.Value:
+    if len(node.args) != 2:
+        raise LoweringError(f"{node.intrinsic} takes (value, lane), given {len(node.args)} args")
+    value_expr, lane_expr = node.args
+    value = emitter.expr(value_expr)
+    lane = _as_i32(emitter, lane_expr)
+    return _shuffle_value(emitter, kind, value, lane)
+
+
+def _as_i32(emitter: FunctionEmitter, expr: PrimExpr) -> ir.Value:
+    value = emitter.expr(expr)
+    if value.type.width > 32:
+        return emitter.builder.trunc(value, I32)
+    if value.type.width < 32:
+        return emitter.builder.zext(value, I32)
+    return value
+
+
+def _shuffle_value(
+    emitter: FunctionEmitter, kind: str, value: ir.Value, lane: ir.Value
+) -> ir.Value:
+    builder = emitter.builder
+    type_ = value.type
+    if type_ in (F32, I32):
+        suffix = "f32" if type_ == F32 else "i32"
+        name = f"llvm.nvvm.shfl.sync.{kind}.{suffix}"
+        function = _declare(emitter.module, name, type_, [I32, type_, I32, I32])
+        # c = 0x1f: clamp at lane 31, no segment mask (a full warp of 32), as CUDA's
+        # __shfl_xor_sync / __shfl_down_sync give for width 32.
+        clamp = ir.Constant(I32, 0x1F)
+        return builder.call(function, [ir.Constant(I32, -1), value, lane, clamp])
+    if type_ == F16:
+        wide = _shuffle_value(emitter, kind, builder.fpext(value, F32), lane)
+        return builder.fptrunc(wide, F16)
+    if type_ in (F64, I64):
+        bits = builder.bitcast(value, I64) if type_ == F64 else value
+        low = _shuffle_value(emitter, kind, builder.trunc(bits, I32), lane)
+        high_bits = builder.trunc(builder.lshr(bits, ir.Constant(I64, 32)), I32)
+        high = _shuffle_value(emitter, kind, high_bits, lane)
+        joined = builder.or_(
+            builder.zext(low, I64), builder.shl(builder.zext(high, I64), ir.Constant(I64, 32))
+        )
+        return builder.bitcast(joined, F64) if type_ == F64 else joined
+    if isinstance(type_, ir.IntType):
+        return builder.trunc(_shuffle_value(emitter, kind, builder.zext(value, I32), lane), type_)
+    raise LoweringError(f"cannot shuffle a value of LLVM type {type_}")
+
+
+_GPU_CALLS = {
+    "syncthreads": _syncthreads,
+    "shfl_xor": functools.partial(_shuffle, "bfly"),
+    "shfl_down": functools.partial(_shuffle, "down"),
+}

@@ -1,0 +1,102 @@
+"""A GPU as the runtime uses it: a driver, one stream, an allocator, loaded modules.
+
+:func:`current_device` gives the process's device (made on first use from
+:class:`~relaxjax.runtime.cuda.driver.CudaDriver`; :class:`~relaxjax.errors.DeviceError`
+without a GPU). :func:`use_driver` installs another driver (tests install a fake one)
+and returns the device made from it.
+
+Everything of a device runs on its one stream, in order: kernels, copies, graph
+launches. Host code waits only where it reads device memory (``np.asarray`` of a
+device array, a value a later segment needs).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from relaxjax.errors import DeviceError
+from relaxjax.runtime.cuda.allocator import CachingAllocator
+from relaxjax.runtime.cuda.driver import CudaDriver, Driver
+
+__all__ = ["Device", "current_device", "reset_device", "use_driver"]
+
+
+class Device:
+    """One GPU: ``driver``, ``stream``, ``allocator``, and the modules loaded on it."""
+
+    def __init__(self, driver: Driver, ordinal: int = 0) -> None:
+        self.driver = driver
+        self.ordinal = ordinal
+        self.stream = driver.stream()
+        self.allocator = CachingAllocator(driver)
+        self._modules: dict[str, object] = {}
+        self._functions: dict[tuple[str, str], object] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def arch(self) -> str:
+        """The device's SM architecture (``"sm_90"``)."""
+        major, minor = self.driver.compute_capability()
+        return f"sm_{major}{minor}"
+
+    def function(self, key: str, image: bytes, entry: str) -> object:
+        """The kernel ``entry`` of the module image (a cubin, or NUL-terminated PTX the
+        driver compiles) cached under ``key``, loaded once."""
+        with self._lock:
+            found = self._functions.get((key, entry))
+            if found is not None:
+                return found
+            module = self._modules.get(key)
+            if module is None:
+                module = self._modules[key] = self.driver.load_module(image)
+            function = self.driver.get_function(module, entry)
+            self._functions[(key, entry)] = function
+            return function
+
+    def synchronize(self) -> None:
+        """Wait until everything queued on the stream has run."""
+        self.driver.synchronize(self.stream)
+
+
+_device: Device | None = None
+_device_lock = threading.Lock()
+
+
+def current_device() -> Device:
+    """The device the runtime uses (the first GPU), made on first use.
+
+    Raises:
+        DeviceError: no GPU or CUDA driver here (the message says which).
+    """
+    global _device
+    with _device_lock:
+        if _device is None:
+            _device = Device(CudaDriver(0))
+        return _device
+
+
+def use_driver(driver: Driver) -> Device:
+    """Make the runtime use ``driver`` from now on (tests pass a fake one)."""
+    global _device
+    with _device_lock:
+        _device = Device(driver)
+        return _device
+
+
+def reset_device() -> None:
+    """Forget the current device (the next use makes a new one)."""
+    global _device
+    with _device_lock:
+        _device = None
+
+
+def require_device() -> Device:
+    """:func:`current_device`, with the error users see when calling a cuda function."""
+    try:
+        return current_device()
+    except DeviceError as err:
+        raise DeviceError(
+            f"cannot run a function compiled with target='cuda': {err.message}. "
+            "Compiling works without a GPU: f.lower(...) and f.ptx(...) show the program "
+            "and its PTX."
+        ) from None

@@ -1,0 +1,214 @@
+"""Kernel launches of one call, run directly or through a CUDA graph per bucket.
+
+A cuda executable does not launch kernels while its generated code runs: the launches
+of a call are *recorded* (:class:`Recorder`) and submitted when the call's code has
+finished (all checks passed, all memory allocated). Submitting:
+
+- the call's **bucket** is each symbol value of its launches (the i64 parameters)
+  rounded up to a power of two, with the sequence of kernels launched; a value above
+  the policy's ``max_value`` (or a call that had to wait for the device midway, e.g.
+  to read a data-dependent size) has no bucket and runs uncaptured (launch by launch);
+- the first call in a bucket builds a CUDA graph of its launches, as long as fewer than
+  ``max_captures`` graphs exist (later new buckets run uncaptured; ``stats()`` says
+  how many);
+- a later call in the bucket replays that graph after giving the nodes whose grid or
+  parameters differ (other symbol values, other buffers) their new values
+  (``cuGraphExecKernelNodeSetParams``): one submission for the whole call, with the
+  exact launches of this call, whatever its values within the bucket.
+
+:class:`GraphPolicy` configures it (``relax.jit(fn, target="cuda",
+cuda_graphs=GraphPolicy(max_value=1 << 14))``; ``cuda_graphs=False`` never captures).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from relaxjax.runtime.cuda.driver import KernelParams
+
+__all__ = [
+    "GraphPolicy",
+    "GraphStats",
+    "Launch",
+    "LaunchGraphs",
+    "Recorder",
+    "bucket_of",
+    "current_recorder",
+    "recording",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPolicy:
+    """``enabled``: capture at all; ``max_value``: the largest symbol value a bucket
+    covers (buckets are powers of two up to it); ``max_captures``: graphs kept per
+    executable."""
+
+    enabled: bool = True
+    max_value: int = 1 << 16
+    max_captures: int = 32
+
+    def __post_init__(self) -> None:
+        if self.max_value < 1 or self.max_captures < 0:
+            raise ValueError(
+                f"GraphPolicy: expected max_value >= 1 and max_captures >= 0, given {self}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One kernel launch: function handle, grid, block, dynamic shared bytes, params,
+    and which params are symbol values (the bucket is read from them)."""
+
+    function: object
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    params: KernelParams
+    symbols: tuple[int, ...] = ()
+
+    def as_tuple(self) -> tuple:
+        return (self.function, self.grid, self.block, self.shared, self.params)
+
+
+def _ceil_power_of_two(value: int) -> int:
+    return 0 if value <= 0 else 1 << (value - 1).bit_length()
+
+
+def bucket_of(launches: Sequence[Launch], policy: GraphPolicy) -> tuple | None:
+    """The bucket of a call's launches, or None (see the module doc)."""
+    if not policy.enabled or not launches:
+        return None
+    values = [v for launch in launches for v in launch.symbols]
+    if any(v > policy.max_value for v in values):
+        return None
+    kernels = tuple(id(launch.function) for launch in launches)
+    return kernels, tuple(_ceil_power_of_two(v) for v in values)
+
+
+@dataclass
+class GraphStats:
+    """``captures``: graphs built; ``replays``: calls served by a graph; ``updated_nodes``:
+    node parameter updates before replays; ``uncaptured``: calls run launch by launch
+    (no bucket, or over ``max_captures``); ``refused_buckets``: buckets not captured
+    because of ``max_captures``."""
+
+    captures: int = 0
+    replays: int = 0
+    updated_nodes: int = 0
+    uncaptured: int = 0
+    refused_buckets: set = field(default_factory=set)
+
+
+@dataclass
+class _Graph:
+    executable: object
+    nodes: list[object]
+    last: list[Launch]
+
+
+class LaunchGraphs:
+    """The graphs of one executable, by bucket; submits a recorded call."""
+
+    def __init__(self, policy: GraphPolicy) -> None:
+        self.policy = policy
+        self.stats = GraphStats()
+        self._graphs: dict[tuple, _Graph] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, device: object, launches: list[Launch], capturable: bool) -> None:
+        """Run a call's launches on ``device`` (see the module doc)."""
+        driver, stream = device.driver, device.stream  # type: ignore[attr-defined]
+        bucket = bucket_of(launches, self.policy) if capturable else None
+        with self._lock:
+            graph = self._graphs.get(bucket) if bucket is not None else None
+            if graph is None and bucket is not None:
+                if len(self._graphs) < self.policy.max_captures:
+                    executable, nodes = driver.graph_create([x.as_tuple() for x in launches])
+                    graph = self._graphs[bucket] = _Graph(executable, nodes, list(launches))
+                    self.stats.captures += 1
+                    driver.graph_launch(executable, stream)
+                    self.stats.replays += 1
+                    return
+                self.stats.refused_buckets.add(bucket)
+            if graph is None:
+                self.stats.uncaptured += 1
+            else:
+                for position, (node, launch) in enumerate(zip(graph.nodes, launches)):
+                    if launch != graph.last[position]:
+                        driver.graph_update(graph.executable, node, launch.as_tuple())
+                        graph.last[position] = launch
+                        self.stats.updated_nodes += 1
+                driver.graph_launch(graph.executable, stream)
+                self.stats.replays += 1
+                return
+        for launch in launches:
+            driver.launch(
+                launch.function, launch.grid, launch.block, launch.shared, stream, launch.params
+            )
+
+    @property
+    def buckets(self) -> tuple:
+        """The buckets captured so far."""
+        return tuple(self._graphs)
+
+
+class Recorder:
+    """Collects the launches of one call; ``flush()`` runs what was recorded so far
+    (the device is about to be read), which makes the call uncapturable."""
+
+    def __init__(self, device: object, graphs: LaunchGraphs) -> None:
+        self.device = device
+        self.graphs = graphs
+        self.launches: list[Launch] = []
+        self.capturable = True
+
+    def add(self, launch: Launch) -> None:
+        self.launches.append(launch)
+
+    def flush(self) -> None:
+        if self.launches:
+            self.capturable = False
+            self.graphs.submit(self.device, self.launches, False)
+            self.launches = []
+
+    def finish(self) -> None:
+        """Submit the call's launches (through a graph when it has a bucket)."""
+        launches, self.launches = self.launches, []
+        if launches:
+            self.graphs.submit(self.device, launches, self.capturable)
+
+
+_state = threading.local()
+
+
+def current_recorder() -> Recorder | None:
+    """The recorder of the call running on this thread, if any."""
+    return getattr(_state, "recorder", None)
+
+
+class recording:  # noqa: N801 - used as a context manager, like a function
+    """``with recording(device, graphs):`` records this thread's launches, holds released
+    device memory (so no block is reused before the launches that use it are queued),
+    then submits the launches."""
+
+    def __init__(self, device: object, graphs: LaunchGraphs) -> None:
+        self.recorder = Recorder(device, graphs)
+        self._outer: Recorder | None = None
+
+    def __enter__(self) -> Recorder:
+        self._outer = current_recorder()
+        _state.recorder = self.recorder
+        self._held = self.recorder.device.allocator.hold()  # type: ignore[attr-defined]
+        self._held.__enter__()
+        return self.recorder
+
+    def __exit__(self, *exc: object) -> None:
+        _state.recorder = self._outer
+        try:
+            if exc[0] is None:
+                self.recorder.finish()
+        finally:
+            self._held.__exit__(*exc)

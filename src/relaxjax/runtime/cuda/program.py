@@ -1,0 +1,240 @@
+"""The executable of a graph function on a GPU (``target="cuda"``).
+
+:func:`build_cuda_executable` compiles the module (:func:`.compile.compile_program`)
+for this machine's GPU, builds its host kernels for the CPU, and generates its code
+with :class:`CudaProgramWriter`: that of the CPU runtime (:mod:`relaxjax.runtime.program`:
+argument checks, shape phase, segments) with the data on the device. Arguments that are
+GPU arrays (``__cuda_array_interface__`` or CUDA ``__dlpack__``) are used in place, numpy
+arguments are copied in after the checks, constants are uploaded once, results and the
+per-call arena are device memory from the caching allocator, kernel launches are recorded
+and submitted at the end of the call (directly or through a CUDA graph per bucket,
+:mod:`.graphs`), and the outputs are :class:`~.array.DeviceArray` s. Host kernels and
+library calls run on numpy arrays between the explicit copies of the IR.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from relaxjax import backends, dtypes
+from relaxjax.backends.cuda import CudaTarget
+from relaxjax.errors import LoweringError
+from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
+from relaxjax.passes.placement import TO_DEVICE, TO_HOST
+from relaxjax.runtime.cuda.array import as_device_array, device_empty, is_gpu_array
+from relaxjax.runtime.cuda.compile import compile_program
+from relaxjax.runtime.cuda.device import Device, require_device
+from relaxjax.runtime.cuda.graphs import GraphPolicy, LaunchGraphs, current_recorder, recording
+from relaxjax.runtime.cuda.launcher import KernelLauncher
+from relaxjax.runtime.executable import Executable
+from relaxjax.runtime.memory import ALIGNMENT, plan_memory
+from relaxjax.runtime.program import KernelHandle, ProgramWriter, _Launch
+from relaxjax.runtime.values import Storage, Value
+
+__all__ = ["CudaExecutable", "CudaProgramWriter", "build_cuda_executable"]
+
+
+class CudaExecutable(Executable):
+    """An executable whose data lives on a GPU (see the module doc): ``program`` (the
+    :class:`CudaProgram`), ``graphs`` (its CUDA graphs and their ``stats``), ``device``."""
+
+    __slots__ = ("device", "graphs", "program")
+
+
+def build_cuda_executable(
+    mod: IRModule,
+    entry: str | None = None,
+    graphs: GraphPolicy | bool = True,
+    compiler: str = "auto",
+) -> CudaExecutable:
+    """Compile ``mod`` for this machine's GPU and make its executable.
+
+    Raises:
+        DeviceError: there is no GPU (the message says how to inspect the program anyway).
+        LoweringError: the program cannot be compiled.
+    """
+    device = require_device()
+    target = CudaTarget(device.arch)
+    program = compile_program(mod, target, entry, compiler, assemble="auto")
+    policy = graphs if isinstance(graphs, GraphPolicy) else GraphPolicy(enabled=bool(graphs))
+    launch_graphs = LaunchGraphs(policy)
+    module = program.module
+    handles: dict[str, KernelHandle] = {}
+    launchers: dict[str, KernelLauncher] = {}
+    if program.cuda is not None:
+        for name, kernel in program.cuda.kernels.items():
+            launchers[name] = KernelLauncher(device, kernel)
+            handles[name] = KernelHandle(kernel.func, python=launchers[name])
+    compiled: dict[str, object] = {"cuda": program.cuda}
+    if program.host_kernels:
+        built = backends.build({n: module[n] for n in program.host_kernels}, target="llvm")
+        built = built if isinstance(built, Mapping) else {program.host_kernels[0]: built}
+        for name, kernel in built.items():
+            handles[name] = KernelHandle(kernel.func, int(kernel.address))
+            compiled[name] = kernel
+    writer = CudaProgramWriter(program.function, handles, launchers, device)
+    inner = writer.write()
+    run = _wrapped(inner, device, launch_graphs)
+    executable = CudaExecutable.create(module, program.function, compiled, run)
+    executable.device = device
+    executable.graphs = launch_graphs
+    executable.program = program
+    return executable  # type: ignore[return-value]
+
+
+def _wrapped(
+    inner: Callable[..., tuple], device: Device, graphs: LaunchGraphs
+) -> Callable[..., tuple]:
+    def run(*args: object) -> tuple:
+        args = tuple(as_device_array(device, a) if is_gpu_array(a) else a for a in args)
+        with recording(device, graphs):
+            return inner(*args)
+
+    run.__source__ = inner.__source__  # type: ignore[attr-defined]
+    return run
+
+
+class CudaProgramWriter(ProgramWriter):
+    """The generated code of a cuda executable (see the module doc)."""
+
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        launchers: Mapping[str, KernelLauncher],
+        device: Device,
+    ) -> None:
+        self.device = device
+        self.launchers = dict(launchers)
+        self.on_host: set[Storage] = set()
+        super().__init__(function, kernels, None)
+        self._upload = self.writer.constant(functools.partial(as_device_array, device), "to_device")
+        self._device_empty = self.writer.constant(functools.partial(device_empty, device), "dempty")
+
+    # -- arguments, constants, scalars: on the device -------------------------------------------
+
+    def _emit_params(self) -> list[str]:
+        params = super()._emit_params()
+        for param in self.function.params:
+            value = self.values.get(param)
+            if isinstance(value, Value):
+                self.writer.line(f"{value.ref} = {self._upload}({value.ref})")
+        return params
+
+    def _constant(self, array: np.ndarray, info: object) -> Value:
+        uploaded = as_device_array(self.device, array)
+        name = self.writer.constant(uploaded, "const")
+        shape = tuple(str(d) for d in array.shape)
+        return Value(info, shape, name, True, self._new_storage("constant"))  # type: ignore[arg-type]
+
+    def _prim_value(self, prim: object, where: str) -> Value:
+        value = super()._prim_value(prim, where)  # type: ignore[arg-type]
+        if value.storage.kind == "scalar":
+            self.writer.line(f"{value.ref} = {self._upload}({value.ref})")
+        return value
+
+    # -- where values live --------------------------------------------------------------------
+
+    def _binding(self, binding: object) -> None:
+        super()._binding(binding)  # type: ignore[arg-type]
+        if not isinstance(binding, Binding) or not isinstance(binding.value, Call):
+            return
+        call = binding.value
+        if call.op is CALL_EXTERN:  # a copy to the host, or a library call (on the host)
+            on_host = call.args[0].symbol != TO_DEVICE  # type: ignore[union-attr]
+        elif call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
+            on_host = call.args[0].name not in self.launchers  # type: ignore[union-attr]
+        else:
+            on_host = False
+        if on_host:
+            value = self.values[binding.var]
+            for leaf in value if isinstance(value, tuple) else (value,):
+                self.on_host.add(leaf.storage)
+                self.host_read.add(leaf.storage)
+
+    def _call_function(self, call: object, binding: object, where: str) -> object:
+        raise LoweringError(f"{where}: target 'cuda' does not run calls of graph functions yet")
+
+    def _control(self, call: object, binding: object, where: str) -> object:
+        raise LoweringError(f"{where}: target 'cuda' does not run control flow (relaxjax.lax) yet")
+
+    def _place(self, value: Value) -> None:
+        if value.storage in self.on_host:
+            super()._place(value)
+            return
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        self.writer.line(f"{value.ref} = {self._device_empty}({value.shape_code}, {dtype})")
+
+    def _allocate_arena(self, index: int, temps: Sequence[Value], requests: Sequence) -> None:
+        suffix = str(index) if index else ""
+        arena, base = f"arena{suffix}", f"base{suffix}"
+        plan = plan_memory(requests)
+        total = self.symbols.code(plan.symbolic_bytes, "the memory plan")
+        runtime_offsets: dict[int, str] = {}
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
+            if plan.slot_sizes[slot] is None:
+                local = self.writer.fresh("z")
+                size = " * ".join([*value.shape, str(dtypes.itemsize(value.info.dtype))])
+                self.writer.line(f"{local} = {total}")
+                total = f"{local} + ({size} + {ALIGNMENT - 1}) // {ALIGNMENT} * {ALIGNMENT}"
+                runtime_offsets[slot] = local
+        u8 = self.writer.constant(np.dtype(np.uint8), "u8")
+        self.writer.line(f"{arena} = {self._device_empty}(({total} + {ALIGNMENT},), {u8})")
+        self.writer.line(f"{base} = ({arena}.ptr + {ALIGNMENT - 1}) & -{ALIGNMENT}")
+        for position, value in enumerate(temps):
+            slot = plan.slot_of[position]
+            offset = runtime_offsets.get(slot) or self.symbols.code(plan.offsets[slot], "offsets")
+            self.writer.line(f"{value.ref} = {base} + {offset}")
+            self.arena_of[value.storage] = (arena, f"{arena}.ptr")
+            self.storage_values[value.storage] = Value(
+                value.info, value.shape, value.ref, False, value.storage
+            )
+
+    # -- launches and copies --------------------------------------------------------------------
+
+    def _device_ref(self, value: Value) -> str:
+        current = self.storage_values.get(value.storage, value)
+        return f"{current.ref}.ptr" if current.by_object else current.ref
+
+    def _emit_launch(self, launch: _Launch) -> None:
+        if launch.kernel in self.launchers:
+            call = self.writer.constant(self.launchers[launch.kernel], f"k_{launch.kernel}")
+            refs = [self._device_ref(v) for v in launch.buffers]
+            self.writer.line(f"{call}({', '.join(refs + launch.symbols)})")
+            return
+        if launch.kernel in (TO_HOST, TO_DEVICE):
+            self._emit_copy(launch)
+            return
+        super()._emit_launch(launch)
+
+    def _emit_copy(self, launch: _Launch) -> None:
+        source, destination = launch.buffers
+        if launch.kernel == TO_HOST:
+            helper = self.writer.constant(functools.partial(_copy_to_host, self.device), "to_host")
+            current = self.storage_values.get(destination.storage, destination)
+            self.writer.line(f"{helper}({current.ref}, {self._device_ref(source)})")
+        else:
+            helper = self.writer.constant(functools.partial(_copy_to_device, self.device), "to_dev")
+            current = self.storage_values.get(source.storage, source)
+            self.writer.line(f"{helper}({self._device_ref(destination)}, {current.ref})")
+
+
+def _copy_to_host(device: Device, destination: np.ndarray, source: int) -> None:
+    recorder = current_recorder()
+    if recorder is not None:
+        recorder.flush()  # the kernels writing the source run first
+    if destination.nbytes:
+        device.driver.copy_to_host(memoryview(destination).cast("B"), source, device.stream)
+
+
+def _copy_to_device(device: Device, destination: int, source: np.ndarray) -> None:
+    recorder = current_recorder()
+    if recorder is not None:
+        recorder.flush()  # kernels recorded so far may read memory the copy reuses
+    host = np.require(source, requirements="C")
+    if host.nbytes:
+        device.driver.copy_to_device(destination, memoryview(host).cast("B"), device.stream)
