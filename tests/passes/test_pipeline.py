@@ -26,7 +26,8 @@ def program():
 def test_default_pipeline_legalises_and_cleans():
     pipeline = default_pipeline("llvm", verify=True)
     assert str(pipeline) == (
-        "Pipeline(eliminate_dead_code, fuse_attention, inplace_updates, legalize, dedup_kernels, "
+        "Pipeline(eliminate_dead_code, fuse_attention, make_views, inplace_updates, legalize, "
+        "dedup_kernels, "
         "eliminate_dead_code, fuse_ops, ScheduleKernels)"
     )
     mod = pipeline(program())

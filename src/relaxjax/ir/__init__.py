@@ -30,6 +30,7 @@ from relaxjax.ir.control import (
     is_control_call,
 )
 from relaxjax.ir.infer import InferContext
+from relaxjax.ir.layout import Layout, row_major
 from relaxjax.ir.module import IRModule, is_kernel
 from relaxjax.ir.nodes import (
     CHECK_KINDS,
@@ -77,6 +78,16 @@ from relaxjax.ir.struct_info import (
     subs_info,
 )
 from relaxjax.ir.structural import structural_equal
+from relaxjax.ir.view import (
+    CALL_VIEW,
+    View,
+    ViewAttrs,
+    ViewFacts,
+    call_view,
+    is_view_call,
+    kernel_symbols,
+    param_mismatch,
+)
 from relaxjax.ir.visitor import ExprMutator, ExprVisitor
 from relaxjax.ir.wellformed import verify
 
@@ -85,6 +96,16 @@ __all__ = [
     "CALL_EXTERN",
     "CALL_TIR",
     "CALL_TIR_INPLACE",
+    "CALL_VIEW",
+    "Layout",
+    "View",
+    "ViewAttrs",
+    "ViewFacts",
+    "call_view",
+    "is_view_call",
+    "kernel_symbols",
+    "param_mismatch",
+    "row_major",
     "CONTROL_OPS",
     "DONATED",
     "FORI_LOOP",

@@ -20,7 +20,8 @@ They print as ``call_tir(mod.matmul, (x, w), out_info=Tensor((n, 4), "float32"))
 ``call_tir_inplace(mod.dynamic_update_slice_inplace, (u, i), (cache,), out_info=...)`` and
 ``call_extern(extern("cblas_sgemm"), (x, w), out_info=...)``.
 
-Control flow (``switch``, ``while_loop``, ``fori_loop``, ``scan``) is in
+Views (``call_view``, a tensor reading another one's memory) are in
+:mod:`relaxjax.ir.view`. Control flow (``switch``, ``while_loop``, ``fori_loop``, ``scan``) is in
 :mod:`relaxjax.ir.control`; its ops are builtins too (:data:`BUILTIN_OPS`).
 """
 
@@ -33,6 +34,7 @@ from relaxjax.ir.control import CONTROL_OPS
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.nodes import Call, Expr, ExternFunc, GlobalVar, ShapeExpr, Tuple
 from relaxjax.ir.struct_info import ObjectInfo, ShapeInfo, StructInfo, TensorInfo, TupleInfo
+from relaxjax.ir.view import CALL_VIEW
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,7 @@ BUILTIN_OPS = {
     CALL_TIR.name: CALL_TIR,
     CALL_EXTERN.name: CALL_EXTERN,
     CALL_TIR_INPLACE.name: CALL_TIR_INPLACE,
+    CALL_VIEW.name: CALL_VIEW,
     **CONTROL_OPS,
 }
 

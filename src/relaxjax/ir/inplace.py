@@ -8,7 +8,10 @@ instead of a fresh one. That is only sound when nobody can observe the old conte
   may overwrite (a loop body's donated carry, ``ir.control.donated_params``); never a
   constant, never another parameter (the caller's array);
 - the old value is *dead*: no binding after the update, and not the return value,
-  reads it through any name (``y = x``, ``match_cast``, tuples and their items alias).
+  reads it through any name (``y = x``, ``match_cast``, tuples and their items alias,
+  and so does a view: ``call_view`` reads its base's buffer, so a use of the view is a
+  use of the base);
+- the target is not itself a view (an update writes its output row-major).
 
 :class:`BufferFacts` tracks, per value, the buffers it may refer to. The result of an
 in-place update refers to a *new version* of its target's buffer, so later uses of the
@@ -39,6 +42,7 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.struct_info import StructInfo, TupleInfo
+from relaxjax.ir.view import ViewFacts, is_view_call
 
 __all__ = ["BufferFacts", "flat_bindings"]
 
@@ -72,6 +76,7 @@ class BufferFacts:
     def __init__(self, function: Function) -> None:
         self.buffers: list[_Buffer] = []
         self.trees: dict[Var, Tree] = {}
+        self.views = ViewFacts(function)
         donated = donated_params(function)
         for index, param in enumerate(function.params):
             what = f"parameter {param.name_hint}"
@@ -119,6 +124,8 @@ class BufferFacts:
             self._use(value, position)
         if isinstance(binding, MatchCast) or not isinstance(value, Call):
             self.trees[binding.var] = self.tree(value)
+        elif is_view_call(value):
+            self.trees[binding.var] = self.tree(value.args[0])  # the base's memory
         elif value.op is CALL_TIR_INPLACE:
             what = f"the update of {binding.var.name_hint}"
             self.trees[binding.var] = self._fresh(binding.var.info, True, what)
@@ -134,6 +141,8 @@ class BufferFacts:
         tree = self.tree(target)
         if not isinstance(tree, frozenset) or len(tree) != 1:
             return "it is not a single tensor"
+        if self.views.view(target) is not None:
+            return "it is a view of another tensor's memory"
         (index,) = tree
         buffer = self.buffers[index]
         if not buffer.owned:

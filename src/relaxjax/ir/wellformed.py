@@ -24,6 +24,9 @@ Rules (the name starts the message, followed by the function and the binding):
   a function that donates parameters is never called directly.
 - ``inplace-owned``: ``call_tir_inplace`` updates tensors the function owns and that are
   dead after the update (:mod:`relaxjax.ir.inplace`).
+- ``view-layout``: the base of a ``call_view`` is not itself a view, and a kernel reads
+  each operand with the operand's strides (a view's, else row-major;
+  :mod:`relaxjax.ir.view`).
 """
 
 from __future__ import annotations
@@ -60,7 +63,14 @@ from relaxjax.ir.nodes import (
     Var,
 )
 from relaxjax.ir.printer import Printer
-from relaxjax.ir.struct_info import StructInfo, determined_symbols, free_symbols, is_base_of
+from relaxjax.ir.struct_info import (
+    StructInfo,
+    TupleInfo,
+    determined_symbols,
+    free_symbols,
+    is_base_of,
+)
+from relaxjax.ir.view import CALL_VIEW, ViewFacts, kernel_symbols, param_mismatch
 
 
 def verify(mod: IRModule) -> None:
@@ -84,6 +94,7 @@ class _FunctionChecker:
         self.binding: Binding | MatchCast | None = None
         self.position = -1  # the binding's index in the function (for in-place updates)
         self._buffers: BufferFacts | None = None
+        self._views: ViewFacts | None = None
 
     def fail(self, rule: str, detail: str) -> NoReturn:
         message = f"{rule}: function {self.name}, {self.where}: {detail}"
@@ -224,6 +235,8 @@ class _FunctionChecker:
             self.builtin_callee(call)
         if call.op is CALL_TIR_INPLACE:
             self.inplace(call)
+        if call.op is CALL_VIEW or call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
+            self.view_layout(call)
         if isinstance(call.op, GlobalVar):
             self.rematch(call)
         elif not isinstance(call.op, ExternFunc):
@@ -274,6 +287,37 @@ class _FunctionChecker:
             if reason is not None:
                 shown = self.printer.expr(target)
                 self.fail("inplace-owned", f"cannot update {shown} in place: {reason}")
+
+    def view_layout(self, call: Call) -> None:
+        """A view's base is not a view; a kernel reads its operands with their strides."""
+        if self._views is None:
+            self._views = ViewFacts(self.func)
+        views = self._views
+        if call.op is CALL_VIEW:
+            if call.args and views.view(call.args[0]) is not None:
+                shown = self.printer.expr(call.args[0])
+                self.fail("view-layout", f"the base {shown} of the view is a view itself")
+            return
+        kernel = self.mod.functions.get(call.args[0].name)  # type: ignore[union-attr]
+        inputs = call.args[1]
+        if not isinstance(inputs, Tuple) or not hasattr(kernel, "params"):
+            return
+        operands = list(inputs.fields)
+        if call.op is CALL_TIR_INPLACE and isinstance(call.args[2], Tuple):
+            operands += list(call.args[2].fields)
+        position = 2 if call.op is CALL_TIR else 3  # of the scalar arguments, if any
+        extra = call.args[position] if len(call.args) > position else None
+        scalars = extra.values if isinstance(extra, ShapeExpr) else ()
+        results = [] if call.op is CALL_TIR_INPLACE else _leaves_info(call.info)
+        if len(operands) > len(kernel.params):  # type: ignore[union-attr]
+            return  # the runtime names the count mismatch
+        symbols = kernel_symbols(kernel, operands, results, scalars)
+        for position, operand in enumerate(operands):
+            reason = param_mismatch(kernel, position, operand, views.view(operand), symbols)
+            if reason is not None:
+                name = call.args[0].name  # type: ignore[union-attr]
+                shown = self.printer.expr(operand)
+                self.fail("view-layout", f"kernel {name} cannot read {shown}: {reason}")
 
     def control(self, call: Call) -> None:
         """A control op: regions exist, donate only what they may, and give the info."""
@@ -328,6 +372,12 @@ class _FunctionChecker:
                     f"the run-time check {check.relation()} that {callee} needs is "
                     "not recorded on the call",
                 )
+
+
+def _leaves_info(info: StructInfo | None) -> list[StructInfo]:
+    if isinstance(info, TupleInfo):
+        return [leaf for field in info.fields for leaf in _leaves_info(field)]
+    return [] if info is None else [info]
 
 
 def _leaves(expr: Expr) -> Iterator[Expr]:

@@ -6,6 +6,8 @@
 - :func:`eliminate_dead_code`: unused bindings and orphaned kernels are dropped;
 - :func:`inplace_updates`: an update of a dead, owned operand (``dynamic_update_slice``)
   becomes a ``call_tir_inplace`` writing into it;
+- :func:`make_views`: layout ops that only move elements become views (``call_view``);
+- :func:`strided_operands`: kernels read their view operands through strides;
 - :func:`default_pipeline`: the passes ``relax.jit`` runs, as a :class:`Pipeline`.
 """
 
@@ -22,6 +24,8 @@ from relaxjax.passes.pipeline import (
     default_pipeline,
     lower_pipeline,
 )
+from relaxjax.passes.strides import strided_operands
+from relaxjax.passes.views import make_views
 
 __all__ = [
     "LIBRARY_CALLS",
@@ -41,4 +45,6 @@ __all__ = [
     "known_shape",
     "legalize",
     "lower_pipeline",
+    "make_views",
+    "strided_operands",
 ]

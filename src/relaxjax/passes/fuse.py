@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from relaxjax import arith
 from relaxjax.errors import RelaxError
 from relaxjax.ir import (
     CALL_TIR,
@@ -55,11 +56,16 @@ __all__ = ["fuse_ops", "kernel_kind"]
 _MAX_NAME = 60
 
 
-def _input_buffer(operand: Expr, name: str) -> Buffer:
+def _input_buffer(operand: Expr, name: str, param: Buffer, symbols: dict) -> Buffer:
+    """The fused kernel's buffer for a graph operand: its shape, and the strides the
+    member kernel reads it with (a view's, :mod:`relaxjax.passes.strides`) in graph dims."""
     info = operand.info
     if isinstance(info, PrimInfo):
         return Buffer(name, (), info.dtype)
-    return Buffer(name, tuple(info.shape), info.dtype)  # type: ignore[union-attr]
+    strides = None
+    if param.strides is not None:
+        strides = tuple(d if isinstance(d, int) else arith.subs(d, symbols) for d in param.strides)
+    return Buffer(name, tuple(info.shape), info.dtype, strides)  # type: ignore[union-attr]
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -75,6 +81,7 @@ def _fused_call(group: Group, mod: IRModule, names: dict) -> tuple[Binding, Prim
     """The binding replacing ``group``, its kernel and the kernel's name."""
     inputs: list[Expr] = []
     param_names: list[str] = []
+    read_as: list[tuple[Buffer, dict]] = []  # the first member param reading each input
     index_of: dict[int, int] = {}
     produced = {m.binding.var: i for i, m in enumerate(group.members)}
     stages = []
@@ -92,9 +99,10 @@ def _fused_call(group: Group, mod: IRModule, names: dict) -> tuple[Binding, Prim
                 # Named after the kernels' own params (not the graph's variables), so
                 # the fused kernels of identical layers are identical and stored once.
                 param_names.append(_unique(param.name, taken))
+                read_as.append((param, member.symbols()))
             sources.append(("input", index_of[key]))
         stages.append(Stage(member.kernel, member.symbols(), tuple(sources)))
-    buffers = [_input_buffer(o, name) for o, name in zip(inputs, param_names)]
+    buffers = [_input_buffer(o, name, *how) for o, name, how in zip(inputs, param_names, read_as)]
     stem = "fused_" + "_".join(m.kernel.name for m in group.members)
     kernel, scalars = merge_kernels(stem[:_MAX_NAME], buffers, stages)
     name = _kernel_name(kernel, stem[:_MAX_NAME], mod, names)

@@ -18,6 +18,10 @@ The call keeps its run-time ``checks``. When the result's shape is not fully kno
 (a coarse deduction, e.g. broadcasting ``(n,)`` with ``(m,)``), the call also
 keeps the op's name and attributes (:class:`LegalizedAttrs`) so the runtime can
 compute the concrete shape with ``op.infer`` before allocating the result.
+
+A kernel reads an operand that is a view (``call_view``, :mod:`relaxjax.passes.views`)
+through the view's strides: its parameter buffer declares them
+(:func:`relaxjax.passes.strides.strided_operands` runs on the result).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from relaxjax.ir import (
     Var,
 )
 from relaxjax.passes.kernels import kernel_key, rename_kernel
+from relaxjax.passes.strides import strided_operands
 
 __all__ = ["LegalizedAttrs", "is_op_call", "known_shape", "legalize", "op_attrs_items"]
 
@@ -239,4 +244,4 @@ def legalize(mod: IRModule) -> IRModule:
     result = legalizer.visit(mod)
     for name, kernel in legalizer.kernels.items():
         result = result.with_function(name, kernel)
-    return result
+    return strided_operands(result)

@@ -5,8 +5,10 @@
     eliminate_dead_code   drop unused bindings before lowering them
     fuse_attention        hand-written causal attention -> the fused dot_product_attention op
     dispatch_library      (library=True only) matmul -> call_extern of BLAS
+    make_views            (llvm) layout ops that only move elements -> call_view (no copy)
     inplace_updates       an update of a dead, owned operand -> call_tir_inplace
-    legalize              every op call -> call_tir of a shape-generic kernel
+    legalize              every op call -> call_tir of a shape-generic kernel (reading
+                          view operands through strides: strided_operands)
     dedup_kernels         identical kernels stored once
     eliminate_dead_code   drop kernels nothing calls any more
     fuse_ops              elementwise DAGs; norms/softmax with prologue and epilogue -> one kernel
@@ -32,6 +34,7 @@ from relaxjax.passes.dispatch import dispatch_library
 from relaxjax.passes.fuse import fuse_ops
 from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import legalize
+from relaxjax.passes.views import make_views
 from relaxjax.schedule.rules import ScheduleKernels
 
 __all__ = ["LOWERING", "Pass", "Pipeline", "TARGETS", "default_pipeline", "lower_pipeline"]
@@ -74,7 +77,14 @@ def _verify(mod: IRModule, after: str) -> None:
 
 
 #: One shape-generic kernel per op, stored once: what ``Jitted.lower()`` shows.
-LOWERING = (eliminate_dead_code, inplace_updates, legalize, dedup_kernels, eliminate_dead_code)
+LOWERING = (
+    eliminate_dead_code,
+    make_views,
+    inplace_updates,
+    legalize,
+    dedup_kernels,
+    eliminate_dead_code,
+)
 
 
 def lower_pipeline(verify: bool = False) -> Pipeline:
@@ -88,6 +98,9 @@ def default_pipeline(target: str = "llvm", verify: bool = False, library: bool =
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
-    passes = (LOWERING[0], fuse_attention, *dispatch, *LOWERING[1:])
+    lowering = LOWERING[1:]
+    if target != "llvm":  # the CUDA runtime does not run call_view yet: layout ops copy
+        lowering = tuple(p for p in lowering if p is not make_views)
+    passes = (LOWERING[0], fuse_attention, *dispatch, *lowering)
     schedule: tuple[Pass, ...] = (ScheduleKernels(target),) if target == "llvm" else ()
     return Pipeline((*passes, fuse_ops, *schedule), verify)

@@ -18,7 +18,7 @@ It is called with destination passing, like a kernel::
 A caller that cannot know a result's shape before the call ran (it is coarse in the
 caller's symbols, e.g. data-dependent) passes ``None`` for it: the callee allocates it
 and returns it. A result that is not computed into its destination (a parameter or a
-constant returned as is, or one value returned twice) is copied into it, except a
+constant returned as is, a view, or one value returned twice) is copied into it, except a
 *donated* parameter (a loop body's carry, which the loop owns: see
 ``ir.control.donated_params``) returned for a ``None`` destination: it is handed back
 as it is, updated in place or not, so a carry that a body keeps costs no copy. The callee's
@@ -118,7 +118,8 @@ class CalleeWriter(ProgramWriter):
         outputs = super()._outputs(body)
         for index, value in enumerate(outputs):
             storage = value.storage
-            if storage in self.storage_values and storage not in self._destinations:
+            own = storage in self.storage_values and storage not in self._destinations
+            if own and value.view is None:
                 self._destinations[storage] = f"o{index}"
             else:
                 self._copies.append((f"o{index}", value))
@@ -141,6 +142,13 @@ class CalleeWriter(ProgramWriter):
         handed: set[Storage] = set()  # donated parameters already returned once
         for destination, value in self._copies:
             current = self.storage_values.get(value.storage, value)
+            if value.view is not None:  # a view of memory of ours (or an argument's)
+                array = self._array_code(value)
+                self.writer.line(f"if {destination} is None:")
+                self.writer.line(f"{destination} = {array}.copy()", 2)
+                self.writer.line("else:")
+                self.writer.line(f"{copyto}({destination}, {array})", 2)
+                continue
             storage = value.storage
             own = storage.kind == "param" and storage.index in donated and storage not in handed
             if own:  # a carry the loop gave us (maybe updated in place): hand it back

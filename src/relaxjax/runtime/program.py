@@ -74,6 +74,7 @@ from relaxjax.ir import (
     TupleInfo,
     Var,
     is_control_call,
+    is_view_call,
 )
 from relaxjax.ir.calls import match_call
 from relaxjax.passes.legalize import LegalizedAttrs
@@ -97,7 +98,7 @@ from relaxjax.runtime.shapes import (
 )
 from relaxjax.runtime.solve import SizeFact, emit_solution, plan_solutions
 from relaxjax.runtime.source import SourceWriter
-from relaxjax.runtime.values import Storage, Value
+from relaxjax.runtime.values import Storage, Value, ViewCode
 
 __all__ = ["CalleeCode", "KernelHandle", "ProgramWriter", "write_program"]
 
@@ -277,6 +278,9 @@ class ProgramWriter:
             if is_control_call(value):
                 self.values[binding.var] = self._control(value, binding, where)
                 return
+            if is_view_call(value):
+                self.values[binding.var] = self._view(value, binding, where)
+                return
             if value.op is not CALL_TIR:
                 raise LoweringError(
                     f"{where}: the runtime runs only call_tir, call_extern, function calls and "
@@ -344,6 +348,22 @@ class ProgramWriter:
         if isinstance(out_info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(out_info, iter(outputs))
+
+    def _view(self, call: Call, binding: Binding, where: str) -> Value:
+        """A view of its base's memory (``call_view``): no storage of its own, so its
+        uses are uses of the base (:mod:`relaxjax.runtime.memory` keeps the base alive
+        while the view is read)."""
+        base = self._operand(call.args[0], where)
+        if not isinstance(base, Value) or base.view is not None:
+            raise LoweringError(f"{where}: the base of a view must be a tensor that is not a view")
+        self._emit_checks(call.checks, binding.location)
+        layout = call.attrs.layout  # type: ignore[union-attr]
+        code = functools.partial(self.symbols.code, what=where)
+        view = ViewCode(tuple(code(s) for s in layout.strides), code(layout.offset))
+        shape = tuple(code(d) for d in layout.shape)
+        info = call.info
+        assert isinstance(info, TensorInfo)
+        return Value(info, shape, base.ref, base.by_object, base.storage, view)
 
     def _call_tir_inplace(self, call: Call, binding: Binding, where: str) -> object:
         """A kernel writing into existing buffers: its results are those buffers (the IR
@@ -522,7 +542,7 @@ class ProgramWriter:
         if info.value is not None:
             self.read_data([value])  # e.g. a count a kernel computed: after its segment
             facts = [SizeFact(0, None, info.value, origin)]
-            self._match_facts(facts, [f"int({value.ref})"], location, origin)
+            self._match_facts(facts, [f"int({self._array_code(value)})"], location, origin)
         return value
 
     def _emit_range(self, symbol: Sym, local: str, where: str, from_shape: bool) -> None:
@@ -689,21 +709,7 @@ class ProgramWriter:
 
     def _emit_extern(self, launch: _Launch) -> None:
         """A library call on numpy arrays; temporaries are viewed in the arena."""
-        refs = []
-        for value in launch.buffers:
-            current = self.storage_values.get(value.storage, value)
-            if current.by_object:
-                refs.append(current.ref)
-                continue
-            # a view of the temporary's arena slice: ndarray(shape, dtype, buffer, offset)
-            dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
-            arena, address = self.arena_of[value.storage]
-            local = self.writer.fresh("v")
-            self.writer.line(
-                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, {arena}, "
-                f"{current.ref} - {address})"
-            )
-            refs.append(local)
+        refs = [self._array_code(value) for value in launch.buffers]
         function = self.writer.constant(launch.extern, "extern")
         timed = self._start_timing(launch)
         if launch.returns:
@@ -720,6 +726,46 @@ class ProgramWriter:
             )
             self._stop_timing(timed, values)
 
+    def _array_code(self, value: Value) -> str:
+        """Source of a numpy array holding ``value``: its own array, a view of the
+        temporary's arena slice (``ndarray(shape, dtype, buffer, offset)``), or for a view
+        of either, a strided view of its base's memory."""
+        current = self.storage_values.get(value.storage, value)
+        if current.by_object and value.view is None:
+            return current.ref
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        local = self.writer.fresh("v")
+        if current.by_object:
+            buffer, start = current.ref, "0"
+        else:
+            arena, address = self.arena_of[value.storage]
+            buffer, start = arena, f"{current.ref} - {address}"
+        if value.view is None:
+            self.writer.line(
+                f"{local} = {self._ndarray}({value.shape_code}, {dtype}, {buffer}, {start})"
+            )
+            return local
+        helper = self.writer.constant(strided_view, "strided_view")
+        strides = "(" + "".join(f"{s}, " for s in value.view.strides) + ")"
+        self.writer.line(
+            f"{local} = {helper}({buffer}, {start}, {value.view.offset}, "
+            f"{value.shape_code}, {strides}, {dtype})"
+        )
+        return local
+
+    def _pointer_code(self, value: Value) -> str:
+        """Source of the address of a view's first element (its base's address plus
+        the view's offset)."""
+        current = self.storage_values.get(value.storage, value)
+        assert value.view is not None
+        itemsize = dtypes.itemsize(value.info.dtype)
+        if current.by_object:
+            pointer = self.writer.constant(data_pointer, "data_pointer")
+            start = f"{pointer}({current.ref})"
+        else:
+            start = current.ref
+        return f"{start} + ({value.view.offset}) * {itemsize}"
+
     def _emit_launch(self, launch: _Launch) -> None:
         if launch.extern is not None:
             self._emit_extern(launch)
@@ -728,7 +774,10 @@ class ProgramWriter:
         refs, signature = [], []
         for value in launch.buffers:
             current = self.storage_values.get(value.storage, value)
-            if current.by_object and self.by_object:
+            if value.view is not None:  # the kernel's buffer declares the view's strides
+                refs.append(self._pointer_code(value))
+                signature.append("p")
+            elif current.by_object and self.by_object:
                 refs.append(current.ref)
                 signature.append("o")
             elif current.by_object:
@@ -778,13 +827,28 @@ class ProgramWriter:
 
     def _emit_return(self, outputs: Sequence[Value]) -> None:
         refs = []
+        seen: set[Storage] = set()
         for value in outputs:
-            current = self.storage_values.get(value.storage, value)
-            if value.storage.kind in ("kernel", "call"):
-                refs.append(current.ref)
-            else:  # an argument or a constant returned as is: the caller gets a copy
-                refs.append(f"{current.ref}.copy()")
+            ref = self._array_code(value)
+            # an argument or a constant returned as is, or memory another result already
+            # holds (a view and its base, the same value twice): the caller gets a copy
+            own = value.storage.kind in ("kernel", "call") and value.storage not in seen
+            seen.add(value.storage)
+            refs.append(ref if own else f"{ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")
+
+
+def strided_view(
+    buffer: object, start: int, offset: int, shape: tuple, strides: tuple, dtype: np.dtype
+) -> np.ndarray:
+    """The view of ``buffer`` (an array; its bytes from ``start``) whose element ``i`` is
+    element ``offset + sum(i * strides)`` of ``dtype`` (strides and offset in elements).
+    An empty view reads nothing (its offset may point past the end)."""
+    if math.prod(shape) == 0:
+        return np.empty(shape, dtype)
+    itemsize = np.dtype(dtype).itemsize
+    byte_strides = tuple(s * itemsize for s in strides)
+    return np.ndarray(shape, dtype, buffer, start + offset * itemsize, byte_strides)
 
 
 def _used_vars(function: Function) -> set[Var]:

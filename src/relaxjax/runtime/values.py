@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from relaxjax.ir import TensorInfo
 
-__all__ = ["Storage", "Value"]
+__all__ = ["Storage", "Value", "ViewCode"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -30,12 +30,23 @@ class Storage:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewCode:
+    """Where a view's elements sit in its base's memory: source for each stride and for
+    the offset, in elements."""
+
+    strides: tuple[str, ...]
+    offset: str
+
+
+@dataclass(frozen=True, slots=True)
 class Value:
     """A tensor as the generated code sees it.
 
     ``ref`` is source for the data: a numpy array when ``by_object`` (the launcher
     reads its data pointer natively), else an int address. ``shape`` holds source
-    for each dim; ``info`` is the static struct info (dims may be coarser).
+    for each dim; ``info`` is the static struct info (dims may be coarser). ``view``:
+    the value reads its storage (its base's) through a layout rather than row-major
+    from its start.
     """
 
     info: TensorInfo
@@ -43,6 +54,7 @@ class Value:
     ref: str
     by_object: bool
     storage: Storage
+    view: ViewCode | None = None
 
     @property
     def shape_code(self) -> str:

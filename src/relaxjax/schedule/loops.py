@@ -232,14 +232,22 @@ def _fused_values(loops: Sequence[For], var: arith.Sym) -> dict[arith.Sym, Dim]:
     A loop of extent 0 makes the fused loop run no iteration, so the digits are never
     evaluated; its radix is taken to be 1 (its digit is its start) where ``% 0`` and
     ``// 0`` would be undefined, which keeps the other digits distinct per iteration
-    for the analyses of later steps (vectorising a split of the fused loop).
+    for the analyses of later steps (vectorising a split of the fused loop). A loop of
+    extent 1 has digit 0, and the outermost loop whose extent is not 1 needs no ``%``:
+    fusing ``(1, n)`` gives ``(0, var)``, not ``(var // n, var % n)``.
     """
     mapping: dict[arith.Sym, Dim] = {}
     stride: Dim = 1
+    ones = [arith.compare(loop.extent, "==", 1) is True for loop in loops]
     for position in range(len(loops) - 1, -1, -1):
         loop = loops[position]
         radix = 1 if arith.compare(loop.extent, "==", 0) is True else loop.extent
-        value = var // stride if position == 0 else (var // stride) % radix
+        if ones[position]:
+            value: Dim = 0  # a loop of one iteration: its digit is always 0
+        elif all(ones[:position]):  # the outermost digit that varies: no wrap-around
+            value = var // stride
+        else:
+            value = (var // stride) % radix
         mapping[loop.var] = loop.start + value
         stride = stride * radix
     return mapping
