@@ -22,8 +22,6 @@ The pass runs before ``legalize``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 from relaxjax.ir import (
     Binding,
     BindingBlock,
@@ -37,34 +35,13 @@ from relaxjax.ir import (
     call_tir_inplace,
 )
 from relaxjax.ir.inplace import BufferFacts
-from relaxjax.passes.kernels import kernel_key, rename_kernel
+from relaxjax.passes.kernels import KernelTable
 from relaxjax.passes.legalize import is_op_call
 
 __all__ = ["inplace_updates"]
 
 
-class _Kernels:
-    """The module's kernels by structure, and names for new ones."""
-
-    def __init__(self, mod: IRModule) -> None:
-        self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
-        self.taken = set(mod.functions)
-        self.new: dict[str, object] = {}
-
-    def add(self, kernel: object, stem: str) -> str:
-        key = kernel_key(kernel)
-        if key not in self.names:
-            name, count = stem, 0
-            while name in self.taken:
-                count += 1
-                name = f"{stem}_{count}"
-            self.taken.add(name)
-            self.names[key] = name
-            self.new[name] = rename_kernel(kernel, name)
-        return self.names[key]
-
-
-def _inplace_call(call: Call, kernels: _Kernels) -> Call:
+def _inplace_call(call: Call, kernels: KernelTable) -> Call:
     op = call.op
     index = op.inplace_operand  # type: ignore[union-attr]
     arg_infos = tuple(a.info for a in call.args)
@@ -78,7 +55,7 @@ def _inplace_call(call: Call, kernels: _Kernels) -> Call:
     return Call(updated.op, updated.args, updated.attrs, updated.info, call.checks)
 
 
-def _function(function: Function, kernels: _Kernels) -> Function:
+def _function(function: Function, kernels: KernelTable) -> Function:
     facts = BufferFacts(function)
     position = -1
     blocks = []
@@ -108,7 +85,7 @@ def _function(function: Function, kernels: _Kernels) -> Function:
 def inplace_updates(mod: IRModule) -> IRModule:
     """``mod`` with each op call that can update a dead, owned operand in place made a
     ``call_tir_inplace`` (see the module doc)."""
-    kernels = _Kernels(mod)
+    kernels = KernelTable(mod)
     items = {}
     changed = False
     for name, item in mod.functions.items():

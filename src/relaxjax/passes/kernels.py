@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable
 
-__all__ = ["kernel_key", "rename_kernel"]
+__all__ = ["KernelTable", "kernel_key", "rename_kernel"]
 
 
 def kernel_key(kernel: object) -> Hashable:
@@ -30,3 +30,27 @@ def rename_kernel(kernel: object, name: str) -> object:
     if with_name is not None:
         return with_name(name)
     return dataclasses.replace(kernel, name=name)  # type: ignore[type-var]
+
+
+class KernelTable:
+    """A module's kernels by structure, and names for the new kernels a pass adds: a
+    kernel equal to one already there reuses its name; ``new`` holds the added ones."""
+
+    def __init__(self, mod: object) -> None:
+        self.mod = mod
+        self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
+        self.taken = set(mod.functions)
+        self.new: dict[str, object] = {}
+
+    def add(self, kernel: object, stem: str) -> str:
+        """The name of ``kernel`` in the module, ``stem`` (or ``stem_1``, ...) when new."""
+        key = kernel_key(kernel)
+        if key not in self.names:
+            name, count = stem, 0
+            while name in self.taken:
+                count += 1
+                name = f"{stem}_{count}"
+            self.taken.add(name)
+            self.names[key] = name
+            self.new[name] = rename_kernel(kernel, name)
+        return self.names[key]

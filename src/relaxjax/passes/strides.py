@@ -22,7 +22,7 @@ their stride (it is never multiplied by anything but 0).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from relaxjax import arith
 from relaxjax.arith import Dim
@@ -45,7 +45,7 @@ from relaxjax.ir import (
     kernel_symbols,
     param_mismatch,
 )
-from relaxjax.passes.kernels import kernel_key, rename_kernel
+from relaxjax.passes.kernels import KernelTable
 from relaxjax.passes.walk import called_kernels
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.function import PrimFunc
@@ -151,29 +151,7 @@ def _leaves(info: StructInfo | None) -> list[StructInfo]:
     return [] if info is None else [info]
 
 
-class _Kernels:
-    """The module's kernels by structure, and names for the new variants."""
-
-    def __init__(self, mod: IRModule) -> None:
-        self.mod = mod
-        self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
-        self.taken = set(mod.functions)
-        self.new: dict[str, PrimFunc] = {}
-
-    def add(self, kernel: PrimFunc, stem: str) -> str:
-        key = kernel_key(kernel)
-        if key not in self.names:
-            name, count = stem, 0
-            while name in self.taken:
-                count += 1
-                name = f"{stem}_{count}"
-            self.taken.add(name)
-            self.names[key] = name
-            self.new[name] = rename_kernel(kernel, name)  # type: ignore[assignment]
-        return self.names[key]
-
-
-def _strided_call(call: Call, views: ViewFacts, kernels: _Kernels) -> Call | None:
+def _strided_call(call: Call, views: ViewFacts, kernels: KernelTable) -> Call | None:
     """The call reading its view operands through strides, or None when it already does."""
     ref = call.args[0]
     kernel = kernels.mod.functions.get(ref.name) if isinstance(ref, GlobalVar) else None
@@ -216,7 +194,7 @@ def _strided_call(call: Call, views: ViewFacts, kernels: _Kernels) -> Call | Non
     return Call(call.op, tuple(args), call.attrs, call.info, call.checks)
 
 
-def _function(function: Function, kernels: _Kernels) -> Function:
+def _function(function: Function, kernels: KernelTable) -> Function:
     views = ViewFacts(function)
     blocks = []
     changed = False
@@ -241,7 +219,7 @@ def _function(function: Function, kernels: _Kernels) -> Function:
 def strided_operands(mod: IRModule) -> IRModule:
     """``mod`` with every kernel call reading its view operands through strides (see
     the module doc); kernels it leaves without callers are dropped."""
-    kernels = _Kernels(mod)
+    kernels = KernelTable(mod)
     items: dict[str, object] = {}
     changed = False
     for name, item in mod.functions.items():
