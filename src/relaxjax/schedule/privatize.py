@@ -30,7 +30,13 @@ from relaxjax import arith
 from relaxjax.arith import Dim
 from relaxjax.schedule.itermap import determines
 from relaxjax.schedule.predicate import conjuncts
-from relaxjax.schedule.scope import Access, LoopRange, instance_accesses, instances_under
+from relaxjax.schedule.scope import (
+    Access,
+    LoopRange,
+    instance_accesses,
+    instances_under,
+    relaxed_region,
+)
 from relaxjax.tir.analysis import free_symbols, relax_index
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BinOp, IndexExpr, IntImm, PrimExpr
@@ -122,17 +128,7 @@ def _dense_write(write: Access, loops: tuple[LoopRange, ...], buffer: Buffer) ->
 def region(accesses, buffer: Buffer) -> tuple[tuple[Dim, Dim], ...]:
     """Per axis ``(low, high)`` covering ``accesses`` (``(Access, loops)`` pairs) as the
     loops vary (:func:`relaxjax.tir.analysis.relax_index`); a whole axis otherwise."""
-    lows: list[Dim | None] = [None] * buffer.ndim
-    highs: list[Dim | None] = [None] * buffer.ndim
-    for access, loops in accesses:
-        for axis, index in enumerate(access.indices):
-            bounds = None
-            if not isinstance(index, PrimExpr):
-                bounds = relax_index(index, tuple(loops) + access.inner)
-            low, high = bounds if bounds is not None else (0, buffer.shape[axis] - 1)
-            lows[axis] = low if lows[axis] is None else arith.min_(lows[axis], low)
-            highs[axis] = high if highs[axis] is None else arith.max_(highs[axis], high)
-    return tuple(zip(lows, highs))
+    return relaxed_region(accesses, buffer, relax=relax_index)
 
 
 def _le(a: Dim, b: Dim) -> bool:

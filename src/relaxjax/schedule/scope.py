@@ -228,17 +228,18 @@ def instances_under(stmt: Stmt) -> list[tuple[BlockRealize, tuple[LoopRange, ...
 
 
 def relaxed_region(
-    accesses: Sequence[tuple[Access, tuple[LoopRange, ...]]], buffer: Buffer
+    accesses: Sequence[tuple[Access, tuple[LoopRange, ...]]], buffer: Buffer, relax=relax_dim
 ) -> tuple[tuple[Dim, Dim], ...]:
     """Per axis ``(low, high)`` (inclusive) covering ``accesses`` of ``buffer`` while the
-    loops listed with each access take any value; a non-affine index covers the axis."""
+    loops listed with each access take any value; an index ``relax`` cannot bound (by
+    default :func:`relaxjax.tir.analysis.relax_dim`: a non-affine one) covers the axis."""
     lows: list[Dim | None] = [None] * buffer.ndim
     highs: list[Dim | None] = [None] * buffer.ndim
     for access, loops in accesses:
         for axis, index in enumerate(access.indices):
             bounds = None
             if not isinstance(index, PrimExpr):
-                bounds = relax_dim(index, tuple(loops) + access.inner)
+                bounds = relax(index, tuple(loops) + access.inner)
             low, high = bounds if bounds is not None else (0, buffer.shape[axis] - 1)
             lows[axis] = low if lows[axis] is None else arith.min_(lows[axis], low)
             highs[axis] = high if highs[axis] is None else arith.max_(highs[axis], high)
