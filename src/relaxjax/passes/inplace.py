@@ -24,19 +24,17 @@ from __future__ import annotations
 
 from relaxjax.ir import (
     Binding,
-    BindingBlock,
     Call,
-    DataflowBlock,
     Function,
     GlobalVar,
     IRModule,
-    SeqExpr,
     ShapeExpr,
     call_tir_inplace,
 )
 from relaxjax.ir.inplace import BufferFacts
-from relaxjax.passes.kernels import KernelTable
+from relaxjax.passes.kernels import KernelTable, rewrite_functions
 from relaxjax.passes.legalize import is_op_call
+from relaxjax.passes.walk import rebuild_function
 
 __all__ = ["inplace_updates"]
 
@@ -74,30 +72,11 @@ def _function(function: Function, kernels: KernelTable) -> Function:
                     binding = Binding(binding.var, _inplace_call(value, kernels), binding.location)
                     changed = True
             bindings.append(binding)
-        kind = DataflowBlock if isinstance(block, DataflowBlock) else BindingBlock
-        blocks.append(kind(bindings))
-    if not changed:
-        return function
-    body = SeqExpr(blocks, function.body.body)
-    return Function(function.params, body, function.ret_info, function.name, function.attrs)
+        blocks.append(bindings)
+    return rebuild_function(function, blocks) if changed else function
 
 
 def inplace_updates(mod: IRModule) -> IRModule:
     """``mod`` with each op call that can update a dead, owned operand in place made a
     ``call_tir_inplace`` (see the module doc)."""
-    kernels = KernelTable(mod)
-    items = {}
-    changed = False
-    for name, item in mod.functions.items():
-        if isinstance(item, Function):
-            new = _function(item, kernels)
-            changed = changed or new is not item
-            items[name] = new
-        else:
-            items[name] = item
-    if not changed:
-        return mod
-    result = IRModule(items)
-    for name, kernel in kernels.new.items():
-        result = result.with_function(name, kernel)
-    return result
+    return rewrite_functions(mod, _function)

@@ -7,9 +7,11 @@ the dedup and legalisation passes compare.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
-__all__ = ["KernelTable", "kernel_key", "rename_kernel"]
+from relaxjax.ir import Function, IRModule
+
+__all__ = ["KernelTable", "kernel_key", "rename_kernel", "rewrite_functions"]
 
 
 def kernel_key(kernel: object) -> Hashable:
@@ -36,7 +38,7 @@ class KernelTable:
     """A module's kernels by structure, and names for the new kernels a pass adds: a
     kernel equal to one already there reuses its name; ``new`` holds the added ones."""
 
-    def __init__(self, mod: object) -> None:
+    def __init__(self, mod: IRModule) -> None:
         self.mod = mod
         self.names: dict[Hashable, str] = {kernel_key(k): n for n, k in mod.kernels().items()}
         self.taken = set(mod.functions)
@@ -54,3 +56,22 @@ class KernelTable:
             self.names[key] = name
             self.new[name] = rename_kernel(kernel, name)
         return self.names[key]
+
+
+def rewrite_functions(
+    mod: IRModule, rewrite: Callable[[Function, KernelTable], Function]
+) -> IRModule:
+    """``mod`` with each graph function replaced by ``rewrite(function, kernels)`` and the
+    kernels the rewrites added to ``kernels`` (a :class:`KernelTable` of ``mod``); ``mod``
+    itself when no function changed."""
+    kernels = KernelTable(mod)
+    items = {}
+    changed = False
+    for name, item in mod.functions.items():
+        new = rewrite(item, kernels) if isinstance(item, Function) else item
+        changed = changed or new is not item
+        items[name] = new
+    if not changed:
+        return mod
+    items.update(kernels.new)
+    return IRModule(items)

@@ -30,13 +30,10 @@ from relaxjax.ir import (
     CALL_TIR,
     CALL_TIR_INPLACE,
     Binding,
-    BindingBlock,
     Call,
-    DataflowBlock,
     Function,
     GlobalVar,
     IRModule,
-    SeqExpr,
     ShapeExpr,
     StructInfo,
     Tuple,
@@ -45,8 +42,8 @@ from relaxjax.ir import (
     kernel_symbols,
     param_mismatch,
 )
-from relaxjax.passes.kernels import KernelTable
-from relaxjax.passes.walk import called_kernels
+from relaxjax.passes.kernels import KernelTable, rewrite_functions
+from relaxjax.passes.walk import called_kernels, rebuild_function
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtMutator, StmtVisitor
@@ -208,34 +205,19 @@ def _function(function: Function, kernels: KernelTable) -> Function:
                     binding = Binding(binding.var, new, binding.location)
                     changed = True
             bindings.append(binding)
-        kind = DataflowBlock if isinstance(block, DataflowBlock) else BindingBlock
-        blocks.append(kind(bindings))
-    if not changed:
-        return function
-    body = SeqExpr(blocks, function.body.body)
-    return Function(function.params, body, function.ret_info, function.name, function.attrs)
+        blocks.append(bindings)
+    return rebuild_function(function, blocks) if changed else function
 
 
 def strided_operands(mod: IRModule) -> IRModule:
     """``mod`` with every kernel call reading its view operands through strides (see
     the module doc); kernels it leaves without callers are dropped."""
-    kernels = KernelTable(mod)
-    items: dict[str, object] = {}
-    changed = False
-    for name, item in mod.functions.items():
-        if isinstance(item, Function):
-            new = _function(item, kernels)
-            changed = changed or new is not item
-            items[name] = new
-        else:
-            items[name] = item
-    if not changed:
+    after = rewrite_functions(mod, _function)
+    if after is mod:
         return mod
-    items.update(kernels.new)
     before = _called(mod)
-    after = IRModule(items)
     orphans = before - _called(after)
-    return IRModule({n: item for n, item in items.items() if n not in orphans})
+    return IRModule({n: item for n, item in after.functions.items() if n not in orphans})
 
 
 def _called(mod: IRModule) -> set[str]:
