@@ -16,6 +16,7 @@ touches the driver.
 
 from __future__ import annotations
 
+import abc
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,48 +29,62 @@ __all__ = ["CudaDriver", "Driver", "KernelParams", "Probe", "probe"]
 KernelParams = tuple[tuple[int, type], ...]
 
 
-class Driver:
-    """The driver calls the runtime makes (see the module doc); each raises DeviceError."""
+class Driver(abc.ABC):
+    """The driver calls the runtime makes (see the module doc); each raises DeviceError.
+    :class:`CudaDriver` implements them with cuda-python, the tests with fakes."""
 
+    @abc.abstractmethod
     def device_name(self) -> str:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def compute_capability(self) -> tuple[int, int]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def load_module(self, image: bytes) -> object:
         """Load a cubin, or NUL-terminated PTX (compiled by the driver's JIT)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def get_function(self, module: object, name: str) -> object:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def set_dynamic_shared(self, function: object, nbytes: int) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def mem_alloc(self, nbytes: int) -> int:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def mem_free(self, pointer: int) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def copy_to_device(self, pointer: int, host: memoryview, stream: object) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def copy_to_host(self, host: memoryview, pointer: int, stream: object) -> None:
         """Copy into ``host`` and wait for it (the stream is synchronised)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def copy_device(self, destination: int, source: int, nbytes: int, stream: object) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def stream(self) -> object:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def synchronize(self, stream: object) -> None:
         """Wait for ``stream``: ours, or a foreign one given as its handle (an int)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def launch(
         self,
         function: object,
@@ -79,19 +94,22 @@ class Driver:
         stream: object,
         params: KernelParams,
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def graph_create(self, launches: Sequence[tuple]) -> tuple[object, list[object]]:
         """An instantiated graph running ``launches`` ((function, grid, block, shared, params)
         each) in order, and its kernel nodes in that order."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def graph_update(self, graph: object, node: object, launch: tuple) -> None:
         """Give one kernel node of an instantiated graph new grid, block and parameters."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def graph_launch(self, graph: object, stream: object) -> None:
-        raise NotImplementedError
+        ...
 
 
 @dataclass(frozen=True, slots=True)
