@@ -28,7 +28,9 @@ def _jax_x64():
     except ImportError:  # jax is the oracle; tests that need it import it themselves
         return
     jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_platforms", "cpu")
+    # The oracle computes on the CPU (exact float32 matmuls, no TF32); on a GPU machine
+    # (tools/gpu_check.sh sets RELAXJAX_JAX_GPU=1) jax may also see the GPU, for DLPack tests.
+    jax.config.update("jax_platforms", "cpu,cuda" if os.environ.get("RELAXJAX_JAX_GPU") else "cpu")
 
 
 # Shared test tables (tests/op_cases.py) import by module name from any test directory.
