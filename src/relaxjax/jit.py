@@ -65,10 +65,12 @@ class Jitted:
         localns: Mapping[str, object] | None = None,
         inline: bool = False,
         cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
+        library: bool = True,
     ) -> None:
         """``localns``: names visible where ``fn`` was decorated, for string annotations;
         ``inline``: called inside another trace, trace the body into it (see :func:`jit`);
-        ``cuda_graphs``: the CUDA graph policy of ``target="cuda"`` (see :func:`jit`)."""
+        ``cuda_graphs``: the CUDA graph policy of ``target="cuda"``; ``library``: matmuls
+        in BLAS / cuBLAS (see :func:`jit`)."""
         if not callable(fn):
             raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
         if not isinstance(target, str):
@@ -79,6 +81,7 @@ class Jitted:
         self.static_argnames = tuple(static_argnames)
         self.inline = bool(inline)
         self.cuda_graphs = cuda_graphs
+        self.library = bool(library)
         self._name = function_name(fn)
         self._signature = Signature(fn, self._name, static_argnames, localns)
         self._traces: dict[Hashable, Traced] = {}
@@ -143,6 +146,7 @@ class Jitted:
             self._signature._localns,
             self.inline,
             self.cuda_graphs,
+            self.library,
         )
         replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
         return replaced
@@ -154,8 +158,10 @@ class Jitted:
             for name, func in self._kernel_overrides.items():
                 mod = replace_kernel(mod, name, func)
         if self.target == "cuda":
-            return cuda_runtime.build_cuda_executable(mod, traced.name, self.cuda_graphs)
-        return runtime.build_executable(mod, self.target, entry=traced.name)
+            return cuda_runtime.build_cuda_executable(
+                mod, traced.name, self.cuda_graphs, library=self.library
+            )
+        return runtime.build_executable(mod, self.target, entry=traced.name, library=self.library)
 
     def ptx(self, *specs: object, arch: str | None = None, **kwspecs: object) -> str:
         """The PTX of the program for ``target="cuda"``, as text: every GPU kernel the
@@ -170,7 +176,9 @@ class Jitted:
                 mod = replace_kernel(mod, name, func)
         if arch is None:
             arch = _device_arch()
-        program = cuda_runtime.compile_program(mod, CudaTarget(arch), traced.name, assemble=False)
+        program = cuda_runtime.compile_program(
+            mod, CudaTarget(arch), traced.name, assemble=False, library=self.library
+        )
         return program.ptx
 
     def eval_shape(self, *specs: object, **kwspecs: object) -> object:
@@ -260,6 +268,7 @@ def jit(
     static_argnames: Sequence[str] = (),
     inline: bool = False,
     cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
+    library: bool = True,
 ) -> Jitted | Callable[[Callable[..., object]], Jitted]:
     """Compile ``fn`` for every value of its parameters' symbolic dims.
 
@@ -277,6 +286,10 @@ def jit(
     ``relax.DeviceError``, while ``lower()`` and ``ptx(*specs)`` still work.
     ``cuda_graphs`` (``runtime.cuda.GraphPolicy``, or False) replays each bucket of
     symbol values through a CUDA graph (see ``docs/gpu.md``).
+
+    ``library`` (default True): float matmuls run in a tuned library, BLAS on the CPU
+    and cuBLAS on the GPU, each a ``call_extern`` in the compiled program; with
+    ``library=False`` they are generated kernels like every other op.
     """
     if fn is None:
         return functools.partial(
@@ -285,8 +298,9 @@ def jit(
             static_argnames=static_argnames,
             inline=inline,
             cuda_graphs=cuda_graphs,
+            library=library,
         )
-    return Jitted(fn, target, static_argnames, _caller_locals(), inline, cuda_graphs)
+    return Jitted(fn, target, static_argnames, _caller_locals(), inline, cuda_graphs, library)
 
 
 def _caller_locals() -> dict[str, object]:

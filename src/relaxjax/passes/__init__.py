@@ -3,6 +3,7 @@
 - :func:`legalize`: every op call becomes a ``call_tir`` of a shape-generic kernel;
 - :func:`dedup_kernels`: structurally identical kernels are stored once;
 - :func:`dispatch_library`: float matmul becomes a ``call_extern`` of BLAS (numpy);
+- :func:`dispatch_cublas`: on the GPU, float matmul becomes a ``call_extern`` of cuBLAS;
 - :func:`eliminate_dead_code`: unused bindings and orphaned kernels are dropped;
 - :func:`inplace_updates`: an update of a dead, owned operand (``dynamic_update_slice``)
   becomes a ``call_tir_inplace`` writing into it;
@@ -14,6 +15,7 @@
 from relaxjax.passes.dce import eliminate_dead_bindings, eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import LIBRARY_CALLS, LibraryCall, dispatch_library
+from relaxjax.passes.dispatch_cuda import dispatch_cublas
 from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import LegalizedAttrs, is_op_call, known_shape, legalize
 from relaxjax.passes.pipeline import (
@@ -36,6 +38,7 @@ __all__ = [
     "Pass",
     "Pipeline",
     "dedup_kernels",
+    "dispatch_cublas",
     "dispatch_library",
     "default_pipeline",
     "eliminate_dead_bindings",

@@ -4,7 +4,8 @@
 
     eliminate_dead_code   drop unused bindings before lowering them
     fuse_attention        hand-written causal attention -> the fused dot_product_attention op
-    dispatch_library      (library=True only) matmul -> call_extern of BLAS
+    dispatch_library      (llvm, library=True only) matmul -> call_extern of BLAS
+    dispatch_cublas       (cuda, library=True only) matmul -> call_extern of cuBLAS
     make_views            (llvm) layout ops that only move elements -> call_view (no copy)
     inplace_updates       an update of a dead, owned operand -> call_tir_inplace
     legalize              every op call -> call_tir of a shape-generic kernel (reading
@@ -31,6 +32,7 @@ from relaxjax.passes.attention import fuse_attention
 from relaxjax.passes.dce import eliminate_dead_code
 from relaxjax.passes.dedup import dedup_kernels
 from relaxjax.passes.dispatch import dispatch_library
+from relaxjax.passes.dispatch_cuda import dispatch_cublas
 from relaxjax.passes.fuse import fuse_ops
 from relaxjax.passes.inplace import inplace_updates
 from relaxjax.passes.legalize import legalize
@@ -94,10 +96,13 @@ def lower_pipeline(verify: bool = False) -> Pipeline:
 
 def default_pipeline(target: str = "llvm", verify: bool = False, library: bool = False) -> Pipeline:
     """The graph passes for ``target`` ("llvm" or "cuda"); with ``library``, calls a tuned
-    library does best (float matmul) go to it (``dispatch_library``) instead of kernels."""
+    library does best (float matmul) go to it instead of kernels: BLAS on llvm
+    (``dispatch_library``), cuBLAS on cuda (``dispatch_cublas``)."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
-    dispatch: tuple[Pass, ...] = (dispatch_library,) if library and target == "llvm" else ()
+    dispatch: tuple[Pass, ...] = ()
+    if library:
+        dispatch = (dispatch_library,) if target == "llvm" else (dispatch_cublas,)
     lowering = LOWERING[1:]
     if target != "llvm":  # the CUDA runtime does not run call_view yet: layout ops copy
         lowering = tuple(p for p in lowering if p is not make_views)

@@ -16,8 +16,10 @@ becomes::
 so that every value is in one place, the copies are visible in the printed program,
 and the runtime knows where each value lives by the call that made it. Library calls
 (``call_extern``, e.g. LAPACK factorisations, which exist only on the host) are placed
-the same way. Shape computations and checks stay on the host as always. Calls whose
-results are not tensors are left alone (the build then refuses the kernel).
+the same way, except those of a library that runs on the GPU (cuBLAS,
+:mod:`relaxjax.passes.dispatch_cuda`). Shape computations and checks stay on the host
+as always. Calls whose results are not tensors are left alone (the build then refuses
+the kernel).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from relaxjax.ir import (
     Var,
     call_extern,
 )
+from relaxjax.passes.dispatch_cuda import is_device_library
 from relaxjax.passes.walk import rebuild_function
 
 __all__ = ["TO_DEVICE", "TO_HOST", "host_kernel_calls", "place_on_host"]
@@ -55,7 +58,8 @@ def _host_call(binding: object, kernels: Collection[str]) -> bool:
     if not isinstance(call.info, TensorInfo):
         return False
     if call.op is CALL_EXTERN:
-        return call.args[0].symbol not in (TO_HOST, TO_DEVICE)  # type: ignore[union-attr]
+        symbol = call.args[0].symbol  # type: ignore[union-attr]
+        return symbol not in (TO_HOST, TO_DEVICE) and not is_device_library(symbol)
     if call.op is not CALL_TIR or not isinstance(call.args[0], GlobalVar):
         return False
     return call.args[0].name in kernels

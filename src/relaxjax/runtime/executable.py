@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from relaxjax import backends
 from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Function, IRModule
-from relaxjax.passes import default_pipeline, is_op_call
+from relaxjax.ops.decompositions import LIBRARY_OPS
+from relaxjax.passes import default_pipeline, dispatch_library, is_op_call
 from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
 from relaxjax.runtime.arguments import undetermined_symbols
 from relaxjax.runtime.calls import write_callee
@@ -199,7 +200,9 @@ def build_executable(
     """Compile ``mod``'s entry function for ``target`` (see the module doc).
 
     A module that still calls ops goes through ``passes.default_pipeline(target,
-    library=library)``: with ``library`` (the default), float matmuls run in BLAS.
+    library=library)``: with ``library`` (the default), float matmuls run in BLAS;
+    without, they are generated kernels (factorisations, which exist only as LAPACK
+    calls, stay library calls).
 
     Raises:
         LoweringError: the target is not supported, an op cannot be lowered, or the
@@ -213,6 +216,8 @@ def build_executable(
         return Executable.create(mod, declared, {}, _raising(problem))
     if _needs_legalisation(mod):
         native = target == "llvm"
+        if not library:  # factorisations exist only as LAPACK calls: those stay
+            mod = dispatch_library(mod, LIBRARY_OPS)
         mod = default_pipeline("llvm", library=library and native)(mod)
     function = entry_function(mod, entry)
     functions = reachable_functions(mod, function.name)

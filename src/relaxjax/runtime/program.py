@@ -420,7 +420,7 @@ class ProgramWriter:
     def _call_extern(self, call: Call, binding: Binding, where: str) -> object:
         func = call.args[0]
         assert isinstance(func, ExternFunc)
-        function = lookup_extern(func.symbol, where)
+        function = self._extern_function(func.symbol, call, where)
         inputs = _flat_values(self._operand(call.args[1], where))
         self._emit_checks(call.checks, binding.location)
         assert call.info is not None
@@ -435,6 +435,10 @@ class ProgramWriter:
         if isinstance(call.info, TensorInfo | PrimInfo):
             return outputs[0]
         return _restructure(call.info, iter(outputs))
+
+    def _extern_function(self, symbol: str, call: Call, where: str) -> Callable[..., None]:
+        """The runtime function of a library call (a cuda program adds device libraries)."""
+        return lookup_extern(symbol, where)
 
     def _call_function(self, call: Call, binding: Binding, where: str) -> object:
         """A call of another graph function: its checks in the shape phase, then the

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
 
 from binding import bind_kernel  # noqa: E402
-from fake_driver import FakeDriver  # noqa: E402
+from fake_driver import FakeDriver, FakeGemm  # noqa: E402
 
 from relaxjax.runtime.cuda import reset_device, set_gpu_schedule, use_driver  # noqa: E402
 
@@ -24,7 +24,7 @@ def private_cache(tmp_path_factory, monkeypatch):
 def fake():
     """The runtime on a fake driver (and the test binding as GPU schedule)."""
     driver = FakeDriver()
-    device = use_driver(driver)
+    device = use_driver(driver, FakeGemm)
     previous = set_gpu_schedule(bind_kernel)
     yield driver, device
     set_gpu_schedule(previous)
@@ -35,12 +35,12 @@ def fake():
 def emulated(monkeypatch):
     """The runtime on a driver that runs the kernels (emulated on the CPU, thread by
     thread), with the test binding as GPU schedule."""
-    from emulator import EmulatingDriver
+    from emulator import EmulatedCublas, EmulatingDriver
 
     from relaxjax.runtime.cuda import launcher
 
     driver = EmulatingDriver()
-    device = use_driver(driver)
+    device = use_driver(driver, EmulatedCublas)
     previous = set_gpu_schedule(bind_kernel)
     original = launcher.KernelLauncher.__init__
 

@@ -34,6 +34,7 @@ import llvmlite.binding as llvm
 
 from relaxjax.backends.llvm.jit import compile_object, load_object
 from relaxjax.backends.llvm.target import host_target, initialize_llvm
+from relaxjax.runtime.cuda.gemm import GemmLibrary
 
 _SREG = re.compile(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ctaid)\.([xyz])"')
 _DECLARE = re.compile(r'^declare (\S+) @"(__nv_[a-z0-9_]+)"\(([^)]*)\)$', re.MULTILINE)
@@ -422,7 +423,12 @@ def emulate(ir_text: str, entries: list[str]) -> EmulatedModule:
 class EmulatingDriver:
     """A fake driver whose memory is host memory and whose launches run the kernels'
     emulation (:func:`emulate`); modules are attached with :meth:`attach`. Graph
-    launches run the graph's current launches, so node updates are exercised."""
+    launches run the graph's current launches, so node updates are exercised. Work is
+    done at once, except while a graph is captured (:meth:`graph_capture`): then kernel
+    launches, memsets and library work (:meth:`enqueue`, what :class:`EmulatedCublas`
+    calls) are collected into the graph, each as ``(kind, key, run)``; a captured graph
+    is updated in place only when the kinds and keys of its items are the same, as
+    ``cuGraphExecUpdate`` needs the same topology."""
 
     def __init__(self, capability: tuple[int, int] = (9, 0)) -> None:
         import numpy as np
@@ -436,6 +442,24 @@ class EmulatingDriver:
         self.graphs: dict[int, list[tuple]] = {}
         self.graph_launches = 0
         self.updates = 0
+        self.captures = 0
+        self.exec_updates = 0
+        self.library_calls: list[tuple] = []  # (name, parameters) of each library call run
+        self._capturing: list[tuple] | None = None
+
+    def enqueue(self, kind: str, key: object, run) -> None:
+        """Do ``run()`` now, or add it to the graph being captured."""
+        if self._capturing is not None:
+            self._capturing.append((kind, key, run))
+        else:
+            run()
+
+    def check_range(self, pointer: int, nbytes: int) -> None:
+        """An access of ``nbytes`` at ``pointer`` must lie in one allocation."""
+        for base, (_, size) in self.memory.items():
+            if base <= pointer and pointer + nbytes <= base + size:
+                return
+        raise EmulationError(f"access of {nbytes} bytes at {pointer:#x} outside any allocation")
 
     def attach(self, module: object) -> None:
         """Compile the emulation of a CudaModule (once per module key); the functions
@@ -485,6 +509,14 @@ class EmulatingDriver:
     def copy_device(self, destination: int, source: int, nbytes: int, stream: object) -> None:
         ctypes.memmove(destination, source, nbytes)
 
+    def memset(self, pointer: int, nbytes: int, stream: object) -> None:
+        def run() -> None:
+            self.check_range(pointer, nbytes)
+            ctypes.memset(pointer, 0, nbytes)
+
+        if nbytes:
+            self.enqueue("memset", nbytes, run)
+
     def stream(self) -> object:
         return "stream"
 
@@ -493,7 +525,7 @@ class EmulatingDriver:
 
     def launch(self, function, grid, block, shared, stream, params) -> None:
         self.launches.append((function, grid, block, shared, params))
-        self._run(function, grid, block, params)
+        self.enqueue("kernel", function, lambda: self._run(function, grid, block, params))
 
     def _run(self, function, grid, block, params) -> None:
         _, entry, key = function
@@ -510,5 +542,94 @@ class EmulatingDriver:
 
     def graph_launch(self, graph, stream) -> None:
         self.graph_launches += 1
-        for function, grid, block, _, params in self.graphs[graph]:
-            self._run(function, grid, block, params)
+        for item in self.graphs[graph]:
+            if len(item) == 3:  # captured: (kind, key, run)
+                item[2]()
+            else:
+                function, grid, block, _, params = item
+                self._run(function, grid, block, params)
+
+    def graph_capture(self, stream, enqueue):
+        if self._capturing is not None:
+            raise EmulationError("a capture began while another one runs")
+        self._capturing = []
+        try:
+            enqueue()
+            return self._capturing
+        finally:
+            self._capturing = None
+
+    def graph_instantiate(self, graph):
+        self.captures += 1
+        key = len(self.graphs)
+        self.graphs[key] = list(graph)
+        return key
+
+    def graph_exec_update(self, executable, graph) -> bool:
+        current = self.graphs[executable]
+        if [item[:2] for item in current] != [item[:2] for item in graph]:
+            return False
+        self.graphs[executable] = list(graph)
+        self.exec_updates += 1
+        return True
+
+
+class EmulatedCublas(GemmLibrary):
+    """``cublasGemmStridedBatchedEx`` in numpy, with cuBLAS's column-major meaning: ``C[i]
+    (m x n, ldc) = op(A[i]) @ op(B[i])``, ``A[i]`` stored ``m x k`` (``k x m`` when
+    ``transa``) column-major with leading dimension ``lda`` from ``a + i * stride_a``
+    elements, and so on; float16/bfloat16 accumulate in float32. Leading dimensions
+    smaller than the stored rows are refused (``CUBLAS_STATUS_INVALID_VALUE``) and every
+    element read or written must lie in an allocation, so the row-major swap, the
+    transposes, leading dimensions and batch strides of :mod:`relaxjax.runtime.cuda.gemm`
+    are really checked."""
+
+    def __init__(self, device) -> None:
+        self.driver = device.driver
+        self.stream = device.stream
+
+    def gemm(self, gemm, stream) -> None:
+        if stream is not self.stream:
+            raise EmulationError("cuBLAS is bound to the device's stream")
+        if gemm.k < 1 or gemm.m < 1 or gemm.n < 1 or gemm.batch < 1:
+            raise EmulationError(f"an empty GEMM reached cuBLAS: {gemm}")
+        a_rows = gemm.k if gemm.transa else gemm.m
+        b_rows = gemm.n if gemm.transb else gemm.k
+        for name, ld, rows in (
+            ("lda", gemm.lda, a_rows),
+            ("ldb", gemm.ldb, b_rows),
+            ("ldc", gemm.ldc, gemm.m),
+        ):
+            if ld < max(1, rows):
+                raise EmulationError(
+                    f"CUBLAS_STATUS_INVALID_VALUE: {name}={ld} < {rows} rows in {gemm}"
+                )
+        self.driver.library_calls.append(("gemm", gemm))
+        self.driver.enqueue("gemm", (gemm.transa, gemm.transb), lambda: self._run(gemm))
+
+    def _matrix(self, pointer, rows, cols, ld, stride, index, dtype):
+        import numpy as np
+
+        itemsize = dtype.itemsize
+        first = pointer + index * stride * itemsize
+        extent = ((cols - 1) * ld + rows) * itemsize
+        self.driver.check_range(first, extent)
+        flat = np.frombuffer((ctypes.c_char * extent).from_address(first), dtype)
+        return np.lib.stride_tricks.as_strided(flat, (rows, cols), (itemsize, ld * itemsize))
+
+    def _run(self, gemm) -> None:
+        import numpy as np
+
+        from relaxjax import dtypes
+
+        dtype = np.dtype(dtypes.to_numpy(gemm.dtype))
+        wide = np.float64 if gemm.dtype == "float64" else np.float32
+        for i in range(gemm.batch):
+            a_shape = (gemm.k, gemm.m) if gemm.transa else (gemm.m, gemm.k)
+            b_shape = (gemm.n, gemm.k) if gemm.transb else (gemm.k, gemm.n)
+            a = self._matrix(gemm.a, *a_shape, gemm.lda, gemm.stride_a, i, dtype).astype(wide)
+            b = self._matrix(gemm.b, *b_shape, gemm.ldb, gemm.stride_b, i, dtype).astype(wide)
+            c = self._matrix(gemm.c, gemm.m, gemm.n, gemm.ldc, gemm.stride_c, i, dtype)
+            op_a = a.T if gemm.transa else a
+            op_b = b.T if gemm.transb else b
+            c[...] = (op_a @ op_b).astype(dtype)

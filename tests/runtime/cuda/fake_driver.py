@@ -1,9 +1,11 @@
 """A driver without a GPU: host memory behind fake device addresses, launches and graphs
-recorded. Kernels do not run; copies do, so data round trips are real."""
+recorded. Kernels do not run; copies do, so data round trips are real. :class:`FakeGemm`
+records the cuBLAS calls it is given (in ``driver.launches``, as ``("gemm", Gemm)``)."""
 
 from __future__ import annotations
 
 from relaxjax.runtime.cuda.driver import Driver
+from relaxjax.runtime.cuda.gemm import GemmLibrary
 
 
 class FakeDriver(Driver):
@@ -19,6 +21,10 @@ class FakeDriver(Driver):
         self.updates = 0
         self.modules = 0
         self.synchronized: list[object] = []  # streams waited for, in order
+        self.memsets: list[tuple[int, int]] = []
+        self.captured = 0
+        self.exec_updates = 0
+        self._capturing: list | None = None
 
     def device_name(self) -> str:
         return "fake"
@@ -66,6 +72,11 @@ class FakeDriver(Driver):
         dst, do = self._locate(destination, nbytes)
         dst[do : do + nbytes] = src[so : so + nbytes]
 
+    def memset(self, pointer: int, nbytes: int, stream: object) -> None:
+        data, offset = self._locate(pointer, nbytes)
+        data[offset : offset + nbytes] = bytes(nbytes)
+        self.memsets.append((pointer, nbytes))
+
     def stream(self) -> object:
         return "stream"
 
@@ -73,7 +84,11 @@ class FakeDriver(Driver):
         self.synchronized.append(stream)
 
     def launch(self, function, grid, block, shared, stream, params) -> None:
-        self.launches.append((function, grid, block, shared, params))
+        self.record((function, grid, block, shared, params))
+
+    def record(self, item: tuple) -> None:
+        """A launch (or library call): into the graph being captured, else ``launches``."""
+        (self._capturing if self._capturing is not None else self.launches).append(item)
 
     def graph_create(self, launches):
         self.graphs_built += 1
@@ -84,3 +99,29 @@ class FakeDriver(Driver):
 
     def graph_launch(self, graph, stream) -> None:
         self.graph_launches += 1
+
+    def graph_capture(self, stream, enqueue):
+        self._capturing = []
+        try:
+            enqueue()
+            return self._capturing
+        finally:
+            self._capturing = None
+
+    def graph_instantiate(self, graph):
+        self.captured += 1
+        return ("captured", self.captured, tuple(graph))
+
+    def graph_exec_update(self, executable, graph) -> bool:
+        self.exec_updates += 1
+        return len(executable[2]) == len(graph)
+
+
+class FakeGemm(GemmLibrary):
+    """cuBLAS that records its GEMMs in the fake driver instead of running them."""
+
+    def __init__(self, device) -> None:
+        self.driver = device.driver
+
+    def gemm(self, gemm, stream) -> None:
+        self.driver.record(("gemm", gemm))

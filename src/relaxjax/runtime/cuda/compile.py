@@ -2,7 +2,8 @@
 
 :func:`compile_program` runs:
 
-1. ``passes.default_pipeline("cuda")`` (legalise, fuse) when the module still calls ops,
+1. ``passes.default_pipeline("cuda", library=library)`` (with ``library``, matmuls to
+   cuBLAS: ``passes.dispatch_cuda``; legalise, fuse) when the module still calls ops,
    after dispatching the ops that exist only as library calls (LAPACK) to the host;
 2. every kernel the program calls is scheduled for the GPU (:func:`gpu_schedule`: the
    default GPU rules, ``default_schedule(kernel, "cuda")``, when
@@ -108,12 +109,14 @@ def compile_program(
     entry: str | None = None,
     compiler: str = "auto",
     assemble: bool | str = "auto",
+    library: bool = True,
 ) -> CudaProgram:
-    """Compile ``mod`` for the GPU (steps 1-4 of the module doc); no GPU needed."""
+    """Compile ``mod`` for the GPU (steps 1-4 of the module doc); no GPU needed.
+    ``library=False``: every matmul a generated kernel (no cuBLAS)."""
     target = target or CudaTarget()
     if _needs_legalisation(mod):
         # Ops that exist only as library calls (LAPACK factorisations) run on the host.
-        mod = default_pipeline("cuda")(dispatch_library(mod, LIBRARY_OPS))
+        mod = default_pipeline("cuda", library=library)(dispatch_library(mod, LIBRARY_OPS))
     schedule = gpu_schedule()
     if schedule is None:
         warnings.warn(

@@ -5,26 +5,33 @@
 without a GPU). :func:`use_driver` installs another driver (tests install a fake one)
 and returns the device made from it.
 
-Everything of a device runs on its one stream, in order: kernels, copies, graph
-launches. Host code waits only where it reads device memory (``np.asarray`` of a
+Everything of a device runs on its one stream, in order: kernels, copies, cuBLAS
+calls, graph launches. Host code waits only where it reads device memory (``np.asarray`` of a
 device array, a value a later segment needs).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from relaxjax.errors import DeviceError
 from relaxjax.runtime.cuda.allocator import CachingAllocator
+from relaxjax.runtime.cuda.cublas import Cublas
 from relaxjax.runtime.cuda.driver import CudaDriver, Driver
+from relaxjax.runtime.cuda.gemm import GemmLibrary, MatmulLibrary
+
+#: Makes a device's GEMM library (cuBLAS; tests pass an emulation).
+GemmFactory = Callable[["Device"], GemmLibrary]
 
 __all__ = ["Device", "current_device", "reset_device", "use_driver"]
 
 
 class Device:
-    """One GPU: ``driver``, ``stream``, ``allocator``, and the modules loaded on it."""
+    """One GPU: ``driver``, ``stream``, ``allocator``, the modules loaded on it, and its
+    cuBLAS (made on first use by ``gemm``, :class:`~.cublas.Cublas` by default)."""
 
-    def __init__(self, driver: Driver, ordinal: int = 0) -> None:
+    def __init__(self, driver: Driver, ordinal: int = 0, gemm: GemmFactory | None = None) -> None:
         self.driver = driver
         self.ordinal = ordinal
         self.stream = driver.stream()
@@ -32,6 +39,19 @@ class Device:
         self._modules: dict[str, object] = {}
         self._functions: dict[tuple[str, str], object] = {}
         self._lock = threading.Lock()
+        self._gemm_factory: GemmFactory = gemm or Cublas
+        self._matmul: MatmulLibrary | None = None
+
+    def matmul_library(self) -> MatmulLibrary:
+        """The device's cuBLAS (handle, stream, workspace), made once.
+
+        Raises:
+            DeviceError: cuBLAS cannot be loaded or initialised here.
+        """
+        with self._lock:
+            if self._matmul is None:
+                self._matmul = MatmulLibrary(self.driver, self._gemm_factory(self))
+            return self._matmul
 
     @property
     def arch(self) -> str:
@@ -75,11 +95,12 @@ def current_device() -> Device:
         return _device
 
 
-def use_driver(driver: Driver) -> Device:
-    """Make the runtime use ``driver`` from now on (tests pass a fake one)."""
+def use_driver(driver: Driver, gemm: GemmFactory | None = None) -> Device:
+    """Make the runtime use ``driver`` (and ``gemm`` as its cuBLAS) from now on (tests
+    pass fakes)."""
     global _device
     with _device_lock:
-        _device = Device(driver)
+        _device = Device(driver, gemm=gemm)
         return _device
 
 

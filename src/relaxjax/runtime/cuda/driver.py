@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from relaxjax.errors import DeviceError
@@ -34,12 +34,10 @@ class Driver(abc.ABC):
     :class:`CudaDriver` implements them with cuda-python, the tests with fakes."""
 
     @abc.abstractmethod
-    def device_name(self) -> str:
-        ...
+    def device_name(self) -> str: ...
 
     @abc.abstractmethod
-    def compute_capability(self) -> tuple[int, int]:
-        ...
+    def compute_capability(self) -> tuple[int, int]: ...
 
     @abc.abstractmethod
     def load_module(self, image: bytes) -> object:
@@ -47,24 +45,19 @@ class Driver(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def get_function(self, module: object, name: str) -> object:
-        ...
+    def get_function(self, module: object, name: str) -> object: ...
 
     @abc.abstractmethod
-    def set_dynamic_shared(self, function: object, nbytes: int) -> None:
-        ...
+    def set_dynamic_shared(self, function: object, nbytes: int) -> None: ...
 
     @abc.abstractmethod
-    def mem_alloc(self, nbytes: int) -> int:
-        ...
+    def mem_alloc(self, nbytes: int) -> int: ...
 
     @abc.abstractmethod
-    def mem_free(self, pointer: int) -> None:
-        ...
+    def mem_free(self, pointer: int) -> None: ...
 
     @abc.abstractmethod
-    def copy_to_device(self, pointer: int, host: memoryview, stream: object) -> None:
-        ...
+    def copy_to_device(self, pointer: int, host: memoryview, stream: object) -> None: ...
 
     @abc.abstractmethod
     def copy_to_host(self, host: memoryview, pointer: int, stream: object) -> None:
@@ -72,12 +65,15 @@ class Driver(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def copy_device(self, destination: int, source: int, nbytes: int, stream: object) -> None:
+    def copy_device(self, destination: int, source: int, nbytes: int, stream: object) -> None: ...
+
+    @abc.abstractmethod
+    def memset(self, pointer: int, nbytes: int, stream: object) -> None:
+        """Zero ``nbytes`` at ``pointer``, in order on ``stream``."""
         ...
 
     @abc.abstractmethod
-    def stream(self) -> object:
-        ...
+    def stream(self) -> object: ...
 
     @abc.abstractmethod
     def synchronize(self, stream: object) -> None:
@@ -93,8 +89,7 @@ class Driver(abc.ABC):
         shared: int,
         stream: object,
         params: KernelParams,
-    ) -> None:
-        ...
+    ) -> None: ...
 
     @abc.abstractmethod
     def graph_create(self, launches: Sequence[tuple]) -> tuple[object, list[object]]:
@@ -108,7 +103,22 @@ class Driver(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def graph_launch(self, graph: object, stream: object) -> None:
+    def graph_launch(self, graph: object, stream: object) -> None: ...
+
+    @abc.abstractmethod
+    def graph_capture(self, stream: object, enqueue: Callable[[], None]) -> object:
+        """The graph of what ``enqueue()`` puts on ``stream`` (captured, not run)."""
+        ...
+
+    @abc.abstractmethod
+    def graph_instantiate(self, graph: object) -> object:
+        """An executable graph of a captured one (which it consumes)."""
+        ...
+
+    @abc.abstractmethod
+    def graph_exec_update(self, executable: object, graph: object) -> bool:
+        """Give an executable graph the parameters of a captured graph of the same shape
+        (consumed); False when the two differ in structure (instantiate it instead)."""
         ...
 
 
@@ -233,6 +243,10 @@ class CudaDriver(Driver):
         if nbytes:
             self._call("cuMemcpyDtoDAsync", destination, source, nbytes, stream)
 
+    def memset(self, pointer: int, nbytes: int, stream: object) -> None:
+        if nbytes:
+            self._call("cuMemsetD8Async", pointer, 0, nbytes, stream)
+
     def stream(self) -> object:
         self._current()
         return self._call("cuStreamCreate", 0)
@@ -286,6 +300,32 @@ class CudaDriver(Driver):
 
     def graph_launch(self, graph: object, stream: object) -> None:
         self._call("cuGraphLaunch", graph, stream)
+
+    def graph_capture(self, stream: object, enqueue: Callable[[], None]) -> object:
+        mode = self._driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self._current()
+        self._call("cuStreamBeginCapture", stream, mode)
+        try:
+            enqueue()
+        except BaseException:
+            status, graph = self._driver.cuStreamEndCapture(stream)
+            if status == self._driver.CUresult.CUDA_SUCCESS and graph is not None:
+                self._driver.cuGraphDestroy(graph)
+            raise
+        return self._call("cuStreamEndCapture", stream)
+
+    def graph_instantiate(self, graph: object) -> object:
+        try:
+            return self._call("cuGraphInstantiate", graph, 0)
+        finally:
+            self._driver.cuGraphDestroy(graph)
+
+    def graph_exec_update(self, executable: object, graph: object) -> bool:
+        try:
+            status, _ = self._driver.cuGraphExecUpdate(executable, graph)
+        finally:
+            self._driver.cuGraphDestroy(graph)
+        return status == self._driver.CUresult.CUDA_SUCCESS
 
 
 def _address(host: memoryview) -> int:

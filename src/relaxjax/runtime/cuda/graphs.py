@@ -16,6 +16,14 @@ finished (all checks passed, all memory allocated). Submitting:
   (``cuGraphExecKernelNodeSetParams``): one submission for the whole call, with the
   exact launches of this call, whatever its values within the bucket.
 
+A call may also enqueue library work (cuBLAS GEMMs, :class:`LibraryLaunch`), which is
+no kernel node the runtime could build: the graph of such a call is *captured* from
+the stream (``cuStreamBeginCapture``: kernels and cuBLAS calls enqueued in order;
+cuBLAS is capturable as its workspace is preallocated). A later call in the bucket
+replays it when every launch is the same; otherwise the call is captured again and the
+graph updated in place (``cuGraphExecUpdate``; re-instantiated when cuBLAS chose other
+kernels, ``stats.reinstantiated``).
+
 :class:`GraphPolicy` configures it (``relax.jit(fn, target="cuda",
 cuda_graphs=GraphPolicy(max_value=1 << 14))``; ``cuda_graphs=False`` never captures).
 """
@@ -32,6 +40,7 @@ __all__ = [
     "GraphPolicy",
     "GraphStats",
     "Launch",
+    "LibraryLaunch",
     "LaunchGraphs",
     "Recorder",
     "bucket_of",
@@ -72,12 +81,35 @@ class Launch:
     def as_tuple(self) -> tuple:
         return (self.function, self.grid, self.block, self.shared, self.params)
 
+    def enqueue(self, driver: object, stream: object) -> None:
+        """Launch it on ``stream``."""
+        driver.launch(self.function, self.grid, self.block, self.shared, stream, self.params)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryLaunch:
+    """Work a library enqueues on the stream (a cuBLAS GEMM): ``library.enqueue(call,
+    stream)``. ``call`` holds every parameter (equal calls do the same work); ``symbols``
+    are its sizes, part of the bucket as a kernel's symbol values are."""
+
+    library: object
+    call: object
+    symbols: tuple[int, ...] = ()
+
+    @property
+    def function(self) -> object:
+        return self.library
+
+    def enqueue(self, driver: object, stream: object) -> None:
+        """Enqueue it on ``stream``."""
+        self.library.enqueue(self.call, stream)  # type: ignore[attr-defined]
+
 
 def _ceil_power_of_two(value: int) -> int:
     return 0 if value <= 0 else 1 << (value - 1).bit_length()
 
 
-def bucket_of(launches: Sequence[Launch], policy: GraphPolicy) -> tuple | None:
+def bucket_of(launches: Sequence[Launch | LibraryLaunch], policy: GraphPolicy) -> tuple | None:
     """The bucket of a call's launches, or None (see the module doc)."""
     if not policy.enabled or not launches:
         return None
@@ -93,20 +125,24 @@ class GraphStats:
     """``captures``: graphs built; ``replays``: calls served by a graph; ``updated_nodes``:
     node parameter updates before replays; ``uncaptured``: calls run launch by launch
     (no bucket, or over ``max_captures``); ``refused_buckets``: buckets not captured
-    because of ``max_captures``."""
+    because of ``max_captures``; ``reinstantiated``: captured graphs (calls with library
+    work) that could not be updated in place and were instantiated again."""
 
     captures: int = 0
     replays: int = 0
     updated_nodes: int = 0
     uncaptured: int = 0
+    reinstantiated: int = 0
     refused_buckets: set = field(default_factory=set)
 
 
 @dataclass
 class _Graph:
+    """An instantiated graph: built from kernel ``nodes``, or captured (``nodes`` None)."""
+
     executable: object
-    nodes: list[object]
-    last: list[Launch]
+    nodes: list[object] | None
+    last: list[Launch | LibraryLaunch]
 
 
 class LaunchGraphs:
@@ -118,7 +154,9 @@ class LaunchGraphs:
         self._graphs: dict[tuple, _Graph] = {}
         self._lock = threading.Lock()
 
-    def submit(self, device: object, launches: list[Launch], capturable: bool) -> None:
+    def submit(
+        self, device: object, launches: list[Launch | LibraryLaunch], capturable: bool
+    ) -> None:
         """Run a call's launches on ``device`` (see the module doc)."""
         driver, stream = device.driver, device.stream  # type: ignore[attr-defined]
         bucket = bucket_of(launches, self.policy) if capturable else None
@@ -126,33 +164,64 @@ class LaunchGraphs:
             graph = self._graphs.get(bucket) if bucket is not None else None
             if graph is None and bucket is not None:
                 if len(self._graphs) < self.policy.max_captures:
-                    executable, nodes = driver.graph_create([x.as_tuple() for x in launches])
-                    graph = self._graphs[bucket] = _Graph(executable, nodes, list(launches))
+                    graph = self._graphs[bucket] = _build(driver, stream, launches)
                     self.stats.captures += 1
-                    driver.graph_launch(executable, stream)
+                    driver.graph_launch(graph.executable, stream)
                     self.stats.replays += 1
                     return
                 self.stats.refused_buckets.add(bucket)
             if graph is None:
                 self.stats.uncaptured += 1
             else:
-                for position, (node, launch) in enumerate(zip(graph.nodes, launches)):
-                    if launch != graph.last[position]:
-                        driver.graph_update(graph.executable, node, launch.as_tuple())
-                        graph.last[position] = launch
-                        self.stats.updated_nodes += 1
+                self._update(driver, stream, graph, launches)
                 driver.graph_launch(graph.executable, stream)
                 self.stats.replays += 1
                 return
         for launch in launches:
-            driver.launch(
-                launch.function, launch.grid, launch.block, launch.shared, stream, launch.params
-            )
+            launch.enqueue(driver, stream)
+
+    def _update(self, driver: object, stream: object, graph: _Graph, launches: list) -> None:
+        """Give ``graph`` this call's launches: node by node, or by a new capture."""
+        changed = [i for i, launch in enumerate(launches) if launch != graph.last[i]]
+        if not changed:
+            return
+        self.stats.updated_nodes += len(changed)
+        if graph.nodes is not None:
+            for position in changed:
+                driver.graph_update(
+                    graph.executable, graph.nodes[position], launches[position].as_tuple()
+                )  # type: ignore[attr-defined]
+        else:
+            captured = _capture(driver, stream, launches)
+            if not driver.graph_exec_update(graph.executable, captured):  # type: ignore[attr-defined]
+                graph.executable = driver.graph_instantiate(_capture(driver, stream, launches))  # type: ignore[attr-defined]
+                self.stats.reinstantiated += 1
+        graph.last[:] = launches
 
     @property
     def buckets(self) -> tuple:
         """The buckets captured so far."""
         return tuple(self._graphs)
+
+
+def _capture(driver: object, stream: object, launches: Sequence) -> object:
+    """A graph captured from the stream while ``launches`` are enqueued (not run)."""
+
+    def enqueue() -> None:
+        for launch in launches:
+            launch.enqueue(driver, stream)
+
+    return driver.graph_capture(stream, enqueue)  # type: ignore[attr-defined]
+
+
+def _build(driver: object, stream: object, launches: list) -> _Graph:
+    """The graph of a new bucket: of kernel nodes, or captured when a library enqueues
+    work (see the module doc)."""
+    if all(isinstance(launch, Launch) for launch in launches):
+        executable, nodes = driver.graph_create([x.as_tuple() for x in launches])  # type: ignore[attr-defined]
+        return _Graph(executable, nodes, list(launches))
+    executable = driver.graph_instantiate(_capture(driver, stream, launches))  # type: ignore[attr-defined]
+    return _Graph(executable, None, list(launches))
 
 
 class Recorder:
@@ -162,10 +231,10 @@ class Recorder:
     def __init__(self, device: object, graphs: LaunchGraphs) -> None:
         self.device = device
         self.graphs = graphs
-        self.launches: list[Launch] = []
+        self.launches: list[Launch | LibraryLaunch] = []
         self.capturable = True
 
-    def add(self, launch: Launch) -> None:
+    def add(self, launch: Launch | LibraryLaunch) -> None:
         self.launches.append(launch)
 
     def flush(self) -> None:

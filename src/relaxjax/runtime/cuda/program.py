@@ -6,27 +6,32 @@ with :class:`CudaProgramWriter`: that of the CPU runtime (:mod:`relaxjax.runtime
 argument checks, shape phase, segments) with the data on the device. Arguments that are
 GPU arrays (``__cuda_array_interface__`` or CUDA ``__dlpack__``) are used in place, numpy
 arguments are copied in after the checks, constants are uploaded once, results and the
-per-call arena are device memory from the caching allocator, kernel launches are recorded
-and submitted at the end of the call (directly or through a CUDA graph per bucket,
-:mod:`.graphs`), and the outputs are :class:`~.array.DeviceArray` s. Host kernels and
-library calls run on numpy arrays between the explicit copies of the IR.
+per-call arena are device memory from the caching allocator, kernel launches and
+cuBLAS calls (``call_extern`` of ``cublas.matmul*``, :mod:`.gemm`: device pointers and
+shapes) are recorded and submitted at the end of the call (directly or through a CUDA
+graph per bucket, :mod:`.graphs`), and the outputs are :class:`~.array.DeviceArray` s.
+Host kernels and host library calls run on numpy arrays between the explicit copies of
+the IR.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from relaxjax import backends, dtypes
 from relaxjax.backends.cuda import CudaTarget
-from relaxjax.errors import LoweringError
+from relaxjax.errors import DeviceError, LoweringError
 from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
+from relaxjax.passes.dispatch_cuda import is_device_library
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST
 from relaxjax.runtime.cuda.array import as_device_array, device_empty, is_gpu_array
 from relaxjax.runtime.cuda.compile import compile_program
 from relaxjax.runtime.cuda.device import Device, require_device
+from relaxjax.runtime.cuda.gemm import MatmulCall
 from relaxjax.runtime.cuda.graphs import GraphPolicy, LaunchGraphs, current_recorder, recording
 from relaxjax.runtime.cuda.launcher import KernelLauncher
 from relaxjax.runtime.executable import Executable
@@ -49,8 +54,11 @@ def build_cuda_executable(
     entry: str | None = None,
     graphs: GraphPolicy | bool = True,
     compiler: str = "auto",
+    library: bool = True,
 ) -> CudaExecutable:
-    """Compile ``mod`` for this machine's GPU and make its executable.
+    """Compile ``mod`` for this machine's GPU and make its executable. With ``library``
+    (the default) matmuls run in cuBLAS (``passes.dispatch_cuda``); when cuBLAS cannot
+    be loaded or initialised here, a warning says why and they are generated kernels.
 
     Raises:
         DeviceError: there is no GPU (the message says how to inspect the program anyway).
@@ -58,7 +66,9 @@ def build_cuda_executable(
     """
     device = require_device()
     target = CudaTarget(device.arch)
-    program = compile_program(mod, target, entry, compiler, assemble="auto")
+    if library:
+        library = _cublas_usable(device)
+    program = compile_program(mod, target, entry, compiler, assemble="auto", library=library)
     policy = graphs if isinstance(graphs, GraphPolicy) else GraphPolicy(enabled=bool(graphs))
     launch_graphs = LaunchGraphs(policy)
     module = program.module
@@ -83,6 +93,20 @@ def build_cuda_executable(
     executable.graphs = launch_graphs
     executable.program = program
     return executable  # type: ignore[return-value]
+
+
+def _cublas_usable(device: Device) -> bool:
+    """Whether the device's cuBLAS works (made now); else a warning saying why."""
+    try:
+        device.matmul_library()
+    except DeviceError as err:
+        warnings.warn(
+            f"matmuls run as generated kernels, not in cuBLAS: {err.message}",
+            UserWarning,
+            stacklevel=4,
+        )
+        return False
+    return True
 
 
 def _wrapped(
@@ -143,8 +167,9 @@ class CudaProgramWriter(ProgramWriter):
         if not isinstance(binding, Binding) or not isinstance(binding.value, Call):
             return
         call = binding.value
-        if call.op is CALL_EXTERN:  # a copy to the host, or a library call (on the host)
-            on_host = call.args[0].symbol != TO_DEVICE  # type: ignore[union-attr]
+        if call.op is CALL_EXTERN:  # a copy, a host library call, or cuBLAS (on the device)
+            symbol = call.args[0].symbol  # type: ignore[union-attr]
+            on_host = symbol != TO_DEVICE and not is_device_library(symbol)
         elif call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
             on_host = call.args[0].name not in self.launchers  # type: ignore[union-attr]
         else:
@@ -154,6 +179,11 @@ class CudaProgramWriter(ProgramWriter):
             for leaf in value if isinstance(value, tuple) else (value,):
                 self.on_host.add(leaf.storage)
                 self.host_read.add(leaf.storage)
+
+    def _extern_function(self, symbol: str, call: Call, where: str) -> Callable[..., None]:
+        if not is_device_library(symbol):
+            return super()._extern_function(symbol, call, where)
+        return MatmulCall(self.device, symbol, call.info.dtype)  # type: ignore[union-attr]
 
     def _call_function(self, call: object, binding: object, where: str) -> object:
         raise LoweringError(f"{where}: target 'cuda' does not run calls of graph functions yet")
@@ -209,7 +239,17 @@ class CudaProgramWriter(ProgramWriter):
         if launch.kernel in (TO_HOST, TO_DEVICE):
             self._emit_copy(launch)
             return
+        if is_device_library(launch.kernel):
+            self._emit_device_library(launch)
+            return
         super()._emit_launch(launch)
+
+    def _emit_device_library(self, launch: _Launch) -> None:
+        """``call(*pointers, *shapes)``: a cuBLAS call on device memory."""
+        call = self.writer.constant(launch.extern, "cublas")
+        refs = [self._device_ref(v) for v in launch.buffers]
+        shapes = [v.shape_code for v in launch.buffers]
+        self.writer.line(f"{call}({', '.join(refs + shapes)})")
 
     def _emit_copy(self, launch: _Launch) -> None:
         source, destination = launch.buffers
