@@ -256,8 +256,9 @@ def op_cases(width: int, matmul_cols: int, einsum_cols: int, head_dim: int) -> l
     ]
 
 
-def jitted(case: Case, target: str = "llvm") -> relax.jit:
-    """``relax.jit`` of the case's function, its parameters annotated with its specs."""
+def jitted(case: Case, target: str = "llvm", library: bool = True) -> relax.jit:
+    """``relax.jit`` of the case's function, its parameters annotated with its specs
+    (``library=False``: matmuls as generated kernels, not BLAS / cuBLAS calls)."""
     annotations = [relax.Tensor(shape, dtype) for shape, dtype in case.specs]
     names = [f"a{i}" for i in range(len(annotations))]
     namespace: dict = {}
@@ -267,7 +268,7 @@ def jitted(case: Case, target: str = "llvm") -> relax.jit:
         {"ann": annotations, "fn": case.fn, "rnp": rnp, "rnn": rnn},
         namespace,
     )
-    return relax.jit(namespace["program"], target=target)
+    return relax.jit(namespace["program"], target=target, library=library)
 
 
 def random_arrays(case: Case, env: dict, rng: np.random.Generator) -> list[np.ndarray]:

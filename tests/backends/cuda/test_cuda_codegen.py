@@ -137,12 +137,15 @@ def test_every_op_assembles_without_spills(all_ops, case):
 @needs_ptxas
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_gpt_block_assembles_for_both_architectures(schedule):
-    """Compiled as for sm_90 (scheduled, placed), its kernels assembled for sm_80 too."""
+    """Compiled as for sm_90 (scheduled, placed), its kernels assembled for sm_80 too;
+    its matmuls generated (library=False), not cuBLAS calls, to assemble them too."""
     from relaxjax.runtime.cuda import set_gpu_schedule
 
     previous = set_gpu_schedule(_schedule(schedule))
     try:
-        program = compile_program(gpt_block(64, 4, 256).trace(), CudaTarget("sm_90"), assemble=True)
+        program = compile_program(
+            gpt_block(64, 4, 256).trace(), CudaTarget("sm_90"), assemble=True, library=False
+        )
     finally:
         set_gpu_schedule(previous)
     assert program.host_kernels == ()

@@ -12,8 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
 import relaxjax as relax  # noqa: E402
+import relaxjax.numpy as rnp  # noqa: E402
 from models import block_params, gpt_block, jax_block, mlp  # noqa: E402
 from op_cases import assert_matches, expected, jitted, op_cases, random_arrays  # noqa: E402
+from relaxjax import dtypes  # noqa: E402
 from relaxjax.runtime.cuda import DeviceArray, GraphPolicy, current_device, probe  # noqa: E402
 
 pytestmark = [
@@ -127,3 +129,116 @@ def test_the_allocator_reuses_memory_across_calls():
         del y
     assert allocator.stats().allocations == before
     assert allocator.stats().reuses >= 5
+
+
+# -- cuBLAS (relax.jit's default for float matmuls on the GPU) -------------------------------
+
+_CUBLAS_TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}
+
+
+def _cublas_check(got, a, b, dtype, what):
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    tolerance = _CUBLAS_TOLERANCE[dtype] * max(1.0, np.sqrt(a.shape[-1]) / 4)
+    np.testing.assert_allclose(
+        np.asarray(got).astype(np.float64), expected, tolerance, tolerance, err_msg=what
+    )
+
+
+def _uses_cublas(f) -> bool:
+    (executable,) = f._executables.values()
+    return 'extern("cublas.matmul' in str(executable.program.module)
+
+
+def test_cublas_loads_on_the_gpu():
+    library = current_device().matmul_library()
+    assert library.library.handle is not None
+    assert library.library.workspace.size >= 4 << 20
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_cublas_matmul_and_transposed_operands(dtype):
+    T = relax.Tensor
+
+    def fn(x: T(("m", 96), dtype), w: T((64, 96), dtype), v: T((96, 64), dtype)):
+        return x @ v, x @ w.T, w @ x.T
+
+    f = relax.jit(fn, target="cuda")
+    rng = np.random.default_rng(7)
+    np_dtype = dtypes.to_numpy(dtype)
+    w = rng.standard_normal((64, 96)).astype(np_dtype)
+    v = rng.standard_normal((96, 64)).astype(np_dtype)
+    for m in (0, 1, 7, 300):
+        x = rng.standard_normal((m, 96)).astype(np_dtype)
+        plain, right_t, left_t = f(x, w, v)
+        _cublas_check(plain, x, v, dtype, f"x @ v, m={m}")
+        _cublas_check(right_t, x, w.T, dtype, f"x @ w.T, m={m}")
+        _cublas_check(left_t, w, x.T, dtype, f"w @ x.T, m={m}")
+    assert f.cache_size() == 1 and _uses_cublas(f)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_cublas_batched_matmul(dtype):
+    T = relax.Tensor
+
+    def fn(q: T(("b", "m", 32), dtype), k: T(("b", "n", 32), dtype), w: T((32, 48), dtype)):
+        return q @ rnp.swapaxes(k, 1, 2), q @ w
+
+    f = relax.jit(fn, target="cuda")
+    rng = np.random.default_rng(8)
+    np_dtype = dtypes.to_numpy(dtype)
+    w = rng.standard_normal((32, 48)).astype(np_dtype)
+    for b, m, n in [(4, 0, 5), (4, 1, 5), (3, 7, 9), (2, 300, 17)]:
+        q = rng.standard_normal((b, m, 32)).astype(np_dtype)
+        k = rng.standard_normal((b, n, 32)).astype(np_dtype)
+        scores, projected = f(q, k, w)
+        _cublas_check(scores, q, np.swapaxes(k, 1, 2), dtype, f"scores b={b} m={m} n={n}")
+        _cublas_check(projected, q, w, dtype, f"q @ w b={b} m={m}")
+    assert f.cache_size() == 1 and _uses_cublas(f)
+
+
+def test_cublas_inside_cuda_graph_replay():
+    T = relax.Tensor
+
+    def fn(x: T(("n", 64), "float32"), w: T((64, 64), "float32")):
+        return rnp.tanh(x @ w) @ w.T
+
+    f = relax.jit(fn, target="cuda", cuda_graphs=GraphPolicy(max_value=512, max_captures=8))
+    rng = np.random.default_rng(9)
+    w = (0.1 * rng.standard_normal((64, 64))).astype(np.float32)
+    for n in (3, 4, 3, 100, 77, 300, 3, 1000):
+        x = rng.standard_normal((n, 64)).astype(np.float32)
+        expected = np.tanh(x.astype(np.float64) @ w) @ w.T
+        np.testing.assert_allclose(np.asarray(f(x, w)), expected, rtol=1e-4, atol=1e-4)
+    (executable,) = f._executables.values()
+    stats = executable.graphs.stats
+    assert _uses_cublas(f)
+    assert stats.captures == 3, stats  # buckets 4 (n = 3, 4), 128 (100, 77), 512 (300)
+    assert stats.replays == 7 and stats.uncaptured == 1, stats  # 1000 > 512: uncaptured
+
+
+def test_gpt_block_with_cublas_and_with_generated_matmuls():
+    rng = np.random.default_rng(10)
+    params = block_params(64, 256, rng)
+    names = ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")
+    args = [params[name] for name in names]
+    with_library = gpt_block(64, 4, 256)
+    generated = relax.jit(with_library.fn, target="cuda", library=False)
+    for t in (1, 5, 77):
+        x = rng.standard_normal((t, 64)).astype(np.float32)
+        expected = np.asarray(jax_block(x, params, 4))
+        for f in (with_library, generated):
+            np.testing.assert_allclose(np.asarray(f(x, *args)), expected, rtol=3e-4, atol=3e-4)
+    assert _uses_cublas(with_library) and not _uses_cublas(generated)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.op == "matmul"], ids=lambda c: c.op)
+def test_the_generated_matmul_matches_jax_on_the_gpu(case):
+    f = jitted(case, "cuda", library=False)
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 7, 64):
+        env = {"n": max(n, case.min_n), "m": 3}
+        arrays = random_arrays(case, env, rng)
+        ours = f(*arrays)
+        leaves = ours if isinstance(ours, (tuple, list)) else [ours]
+        assert_matches([np.asarray(x) for x in leaves], expected(case, arrays), case.rtol, "gen")
+    assert not _uses_cublas(f)

@@ -33,7 +33,7 @@ from relaxjax.runtime.cuda.allocator import Block
 from relaxjax.runtime.cuda.device import Device
 from relaxjax.runtime.cuda.graphs import current_recorder
 
-__all__ = ["DeviceArray", "as_device_array", "device_empty", "is_gpu_array"]
+__all__ = ["DeviceArray", "as_device_array", "device_empty", "host_bytes", "is_gpu_array"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +96,7 @@ class DeviceArray:
             recorder.flush()  # the kernels that write this array must run first
         host = np.empty(self.shape, self.dtype)
         if host.nbytes:
-            self.device.driver.copy_to_host(
-                memoryview(host).cast("B"), self.ptr, self.device.stream
-            )
+            self.device.driver.copy_to_host(host_bytes(host), self.ptr, self.device.stream)
         else:
             self.device.synchronize()
         return host
@@ -177,6 +175,12 @@ def _stream_int(device: Device) -> int | None:
         return None
 
 
+def host_bytes(host: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous host array, as the driver's copies take them (a
+    bfloat16 array has no buffer format of its own: its bytes are viewed as uint8)."""
+    return memoryview(host.reshape(-1).view(np.uint8))
+
+
 def device_empty(device: Device, shape: tuple[int, ...], dtype: Any) -> DeviceArray:
     """An uninitialised device array from the device's caching allocator."""
     dtype = np.dtype(dtype)
@@ -211,7 +215,7 @@ def as_device_array(device: Device, value: object) -> DeviceArray:
     host = np.require(np.asarray(value), requirements="C")
     result = device_empty(device, host.shape, host.dtype)
     if host.nbytes:
-        device.driver.copy_to_device(result.ptr, memoryview(host).cast("B"), device.stream)
+        device.driver.copy_to_device(result.ptr, host_bytes(host), device.stream)
     return result
 
 

@@ -28,7 +28,7 @@ from relaxjax.errors import DeviceError, LoweringError
 from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
 from relaxjax.passes.dispatch_cuda import is_device_library
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST
-from relaxjax.runtime.cuda.array import as_device_array, device_empty, is_gpu_array
+from relaxjax.runtime.cuda.array import as_device_array, device_empty, host_bytes, is_gpu_array
 from relaxjax.runtime.cuda.compile import compile_program
 from relaxjax.runtime.cuda.device import Device, require_device
 from relaxjax.runtime.cuda.gemm import MatmulCall
@@ -268,7 +268,7 @@ def _copy_to_host(device: Device, destination: np.ndarray, source: int) -> None:
     if recorder is not None:
         recorder.flush()  # the kernels writing the source run first
     if destination.nbytes:
-        device.driver.copy_to_host(memoryview(destination).cast("B"), source, device.stream)
+        device.driver.copy_to_host(host_bytes(destination), source, device.stream)
 
 
 def _copy_to_device(device: Device, destination: int, source: np.ndarray) -> None:
@@ -277,4 +277,4 @@ def _copy_to_device(device: Device, destination: int, source: np.ndarray) -> Non
         recorder.flush()  # kernels recorded so far may read memory the copy reuses
     host = np.require(source, requirements="C")
     if host.nbytes:
-        device.driver.copy_to_device(destination, memoryview(host).cast("B"), device.stream)
+        device.driver.copy_to_device(destination, host_bytes(host), device.stream)
