@@ -6,7 +6,9 @@
    device-to-device copy of the same bytes (the HBM bandwidth of this run): GB/s and
    the share of copy bandwidth (the issue's target: >= 85%).
 2. float16 and float32 matmul 4096^3 and (n, 4096) x (4096, 4096), n in {1, 16, 256},
-   vs cuBLAS through torch (or cupy): ms and ratio (target: >= 0.7x cuBLAS).
+   vs cuBLAS through torch (or cupy): ms and ratio (target: >= 0.7x cuBLAS), each shape
+   twice: as relax.jit runs it (library dispatch: cuBLAS, see passes/dispatch_cuda.py)
+   and with library=False (the generated kernel); the ``path`` column says which ran.
 3. A GPT-2-small block (d=768, 12 heads, MLP 3072) at n in {1, 128, 512} vs torch
    eager, torch.compile and jax.jit: ms and ratios.
 
@@ -94,25 +96,38 @@ def bench_bandwidth(repeat: int, torch) -> None:
         )
 
 
+def _path(jitted) -> str:
+    """Which path the compiled program's matmul took: a cuBLAS call or a generated kernel."""
+    (executable,) = jitted._executables.values()
+    return "cuBLAS" if 'extern("cublas.matmul' in str(executable.program.module) else "generated"
+
+
+def _matmuls(dtype: str) -> list:
+    """``a @ b`` compiled with library dispatch (cuBLAS) and without (the generated kernel)."""
+
+    def program(a, b):
+        return a @ b
+
+    program.__annotations__ = {
+        "a": relax.Tensor(("m", 4096), dtype),
+        "b": relax.Tensor((4096, 4096), dtype),
+    }
+    return [relax.jit(program, target="cuda", library=library) for library in (True, False)]
+
+
 def bench_matmul(repeat: int, torch, cupy) -> None:
-    print("\n== matmul vs cuBLAS (torch, else cupy)")
+    print("\n== matmul vs cuBLAS (torch, else cupy); path: what relax.jit ran (library=False:")
+    print("   the generated kernel), so the dispatch choice is measured")
     device = current_device()
-    print(f"{'dtype':>8} {'shape':>22} {'relax ms':>9} {'cuBLAS ms':>10} {'ratio':>6}")
+    header = (
+        f"{'dtype':>8} {'shape':>22} {'path':>9} {'relax ms':>9} {'cuBLAS ms':>10} {'ratio':>6}"
+    )
+    print(header)
     for dtype in ("float16", "float32"):
-
-        def program(a, b):
-            return a @ b
-
-        program.__annotations__ = {
-            "a": relax.Tensor(("m", 4096), dtype),
-            "b": relax.Tensor((4096, 4096), dtype),
-        }
-        f = relax.jit(program, target="cuda")
         for m in (1, 16, 256, 4096):
             a_host = np.random.rand(m, 4096).astype(dtype)
             b_host = np.random.rand(4096, 4096).astype(dtype)
             a, b = as_device_array(device, a_host), as_device_array(device, b_host)
-            ours = timed(f, (a, b), device_sync, repeat)
             if torch is not None:
                 ta, tb = torch.from_numpy(a_host).cuda(), torch.from_numpy(b_host).cuda()
                 theirs = timed(torch.matmul, (ta, tb), torch.cuda.synchronize, repeat)
@@ -122,7 +137,12 @@ def bench_matmul(repeat: int, torch, cupy) -> None:
             else:
                 theirs = float("nan")
             shape = f"({m},4096)x(4096,4096)"
-            print(f"{dtype:>8} {shape:>22} {ours:>9.3f} {theirs:>10.3f} {theirs / ours:>6.2f}")
+            for f in _matmuls(dtype):
+                ours = timed(f, (a, b), device_sync, repeat)
+                print(
+                    f"{dtype:>8} {shape:>22} {_path(f):>9} {ours:>9.3f} {theirs:>10.3f} "
+                    f"{theirs / ours:>6.2f}"
+                )
 
 
 def bench_gpt2(repeat: int, torch, jax) -> None:
