@@ -110,14 +110,16 @@ def test_cublas_calls_replay_inside_captured_graphs(emulated):
     f = relax.jit(fn, target="cuda", cuda_graphs=GraphPolicy(max_value=64, max_captures=4))
     rng = np.random.default_rng(2)
     w = _random(rng, (8, 8), "float32")
-    for n in (5, 7, 6, 3, 100, 7, 7):
+    for n in (5, 7, 6, 3, 3, 100, 7, 7):
         x = _random(rng, (n, 8), "float32")
         _check(f(x, w), _product(np.tanh(_product(x, w)), w), "float32", f"n={n}")
     (executable,) = f._executables.values()
     stats = executable.graphs.stats
-    assert stats.captures == 2  # buckets 8 (n = 5, 7, 6) and 4 (n = 3); 100 uncaptured
-    assert stats.replays == 6 and stats.uncaptured == 1
-    assert driver.captures == 2 and driver.exec_updates >= 2  # n = 7, 6: updated in place
+    # bucket 8: n = 5 runs uncaptured (cuBLAS sets up), 7 is captured, 6 and 7, 7 replay;
+    # bucket 4: n = 3 uncaptured, then captured; 100 > 64 uncaptured
+    assert stats.captures == 2 and driver.captures == 2
+    assert stats.replays == 5 and stats.uncaptured == 3
+    assert driver.exec_updates >= 2  # n = 6, then 7: other sizes, updated in place
     assert stats.updated_nodes >= 2 and stats.reinstantiated == 0
 
 
@@ -177,8 +179,32 @@ def test_calls_with_cublas_are_captured_not_built_from_nodes(fake):
     f = relax.jit(fn, target="cuda")
     for n in (3, 3, 4):
         f(np.ones((n, 8), np.float32), np.ones((8, 4), np.float32))
-    assert driver.captured == 1 and driver.graphs_built == 0 and driver.graph_launches == 3
-    assert driver.launches == []  # everything went through the graph
+    assert driver.captured == 1 and driver.graphs_built == 0 and driver.graph_launches == 2
+    # the first call ran uncaptured (cuBLAS's setup), the others through the graph
+    assert [launch[0] for launch in driver.launches][:1] == ["gemm"]
+    assert len(driver.launches) == 2
+
+
+def test_a_capture_the_driver_refuses_leaves_the_bucket_uncaptured(fake):
+    driver, _ = fake
+
+    def refuse(stream, enqueue):
+        raise DeviceError("CUDA driver call cuStreamEndCapture failed: invalidated")
+
+    driver.graph_capture = refuse
+
+    def fn(x: T(("n", 8), "float32"), w: T((8, 4), "float32")):
+        return rnp.tanh(x @ w)
+
+    f = relax.jit(fn, target="cuda")
+    f(np.ones((3, 8), np.float32), np.ones((8, 4), np.float32))
+    with pytest.warns(UserWarning, match="could not be captured.*invalidated"):
+        f(np.ones((3, 8), np.float32), np.ones((8, 4), np.float32))
+    f(np.ones((3, 8), np.float32), np.ones((8, 4), np.float32))  # no new attempt
+    (executable,) = f._executables.values()
+    stats = executable.graphs.stats
+    assert stats.uncaptured == 3 and len(stats.refused_buckets) == 1
+    assert driver.graph_launches == 0 and len(driver.launches) == 6
 
 
 def test_without_cublas_matmuls_fall_back_to_generated_kernels_with_a_warning(fake):
@@ -227,24 +253,41 @@ class _Device:
         self.driver, self.stream = driver, "stream"
 
 
+class _Library:
+    def __init__(self, log):
+        self.log = log
+
+    def enqueue(self, call, stream):
+        self.log.append(("gemm", call.c))
+
+
 @pytest.mark.parametrize("refuse", [False, True])
 def test_a_changed_library_call_updates_or_reinstantiates_the_graph(refuse):
     driver = _Driver(refuse)
     graphs = LaunchGraphs(GraphPolicy())
     kernel = Launch("f", (1, 1, 1), (32, 1, 1), 0, ((7, int),), (3,))
+    library = _Library(driver.log)
 
     def call(pointer):
         gemm = Gemm(False, False, 4, 3, 8, 1, 4, 0, 2, 8, 0, pointer, 4, 0, 1, "float32")
-        return [LibraryLaunch("cublas", gemm, (4, 3, 8, 1)), kernel]
+        return [LibraryLaunch(library, gemm, (4, 3, 8, 1)), kernel]
 
-    graphs.submit(_Device(driver), call(64), True)
-    graphs.submit(_Device(driver), call(64), True)  # the same: replayed as it is
-    graphs.submit(_Device(driver), call(128), True)  # another output: captured again
-    first = ["capture", "instantiate", ("launch", "exec1"), ("launch", "exec1"), "capture"]
+    class Kernels:
+        def launch(self, *args):
+            driver.log.append("kernel")
+
+    device = _Device(driver)
+    driver.launch = Kernels().launch
+    graphs.submit(device, call(64), True)  # uncaptured: cuBLAS sets up outside a capture
+    graphs.submit(device, call(64), True)  # captured
+    graphs.submit(device, call(64), True)  # the same: replayed as it is
+    graphs.submit(device, call(128), True)  # another output: captured again
+    first = [("gemm", 64), "kernel", "capture", "instantiate", ("launch", "exec1")]
+    first += [("launch", "exec1"), "capture"]
     if refuse:
         assert driver.log == [*first, "update", "capture", "instantiate", ("launch", "exec2")]
     else:
         assert driver.log == [*first, "update", ("launch", "exec1")]
     stats = graphs.stats
-    assert (stats.captures, stats.replays, stats.updated_nodes) == (1, 3, 1)
+    assert (stats.captures, stats.replays, stats.updated_nodes, stats.uncaptured) == (1, 3, 1, 1)
     assert stats.reinstantiated == int(refuse)

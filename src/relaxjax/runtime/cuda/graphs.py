@@ -19,10 +19,12 @@ finished (all checks passed, all memory allocated). Submitting:
 A call may also enqueue library work (cuBLAS GEMMs, :class:`LibraryLaunch`), which is
 no kernel node the runtime could build: the graph of such a call is *captured* from
 the stream (``cuStreamBeginCapture``: kernels and cuBLAS calls enqueued in order;
-cuBLAS is capturable as its workspace is preallocated). A later call in the bucket
-replays it when every launch is the same; otherwise the call is captured again and the
-graph updated in place (``cuGraphExecUpdate``; re-instantiated when cuBLAS chose other
-kernels, ``stats.reinstantiated``).
+cuBLAS is capturable as its workspace is preallocated), on the second call of its
+bucket: the first runs uncaptured, so that cuBLAS's one-time setup happens outside a
+capture. A capture the driver refuses leaves the bucket uncaptured, with a warning. A
+later call in the bucket replays the graph when every launch is the same; otherwise the
+call is captured again and the graph updated in place (``cuGraphExecUpdate``;
+re-instantiated when cuBLAS chose other kernels, ``stats.reinstantiated``).
 
 :class:`GraphPolicy` configures it (``relax.jit(fn, target="cuda",
 cuda_graphs=GraphPolicy(max_value=1 << 14))``; ``cuda_graphs=False`` never captures).
@@ -31,9 +33,11 @@ cuda_graphs=GraphPolicy(max_value=1 << 14))``; ``cuda_graphs=False`` never captu
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from relaxjax.errors import DeviceError
 from relaxjax.runtime.cuda.driver import KernelParams
 
 __all__ = [
@@ -124,9 +128,10 @@ def bucket_of(launches: Sequence[Launch | LibraryLaunch], policy: GraphPolicy) -
 class GraphStats:
     """``captures``: graphs built; ``replays``: calls served by a graph; ``updated_nodes``:
     node parameter updates before replays; ``uncaptured``: calls run launch by launch
-    (no bucket, or over ``max_captures``); ``refused_buckets``: buckets not captured
-    because of ``max_captures``; ``reinstantiated``: captured graphs (calls with library
-    work) that could not be updated in place and were instantiated again."""
+    (no bucket, over ``max_captures``, or the first call of a bucket with library work);
+    ``refused_buckets``: buckets not captured because of ``max_captures`` or because the
+    driver refused to capture them; ``reinstantiated``: captured graphs (calls with
+    library work) that could not be updated in place and were instantiated again."""
 
     captures: int = 0
     replays: int = 0
@@ -152,7 +157,41 @@ class LaunchGraphs:
         self.policy = policy
         self.stats = GraphStats()
         self._graphs: dict[tuple, _Graph] = {}
+        self._warmed: set[tuple] = set()
+        self._uncapturable: set[tuple] = set()
         self._lock = threading.Lock()
+
+    def _ready_to_capture(self, bucket: tuple, launches: list) -> bool:
+        """Kernels are captured at once; a call with library work runs once uncaptured
+        first (cuBLAS loads its kernels and sets them up on its first calls, which must
+        not happen inside a capture)."""
+        if all(isinstance(launch, Launch) for launch in launches) or bucket in self._warmed:
+            return True
+        self._warmed.add(bucket)
+        return False
+
+    def _new_graph(
+        self, driver: object, stream: object, bucket: tuple, launches: list
+    ) -> _Graph | None:
+        """The bucket's graph, or None (with a warning; the bucket then always runs
+        uncaptured) when the driver refuses to capture it."""
+        try:
+            graph = self._graphs[bucket] = _build(driver, stream, launches)
+        except DeviceError as err:
+            self._refuse(bucket, err)
+            return None
+        self.stats.captures += 1
+        return graph
+
+    def _refuse(self, bucket: tuple, err: DeviceError) -> None:
+        """The driver could not capture or update the bucket's graph: it runs uncaptured."""
+        self._uncapturable.add(bucket)
+        self.stats.refused_buckets.add(bucket)
+        warnings.warn(
+            f"a CUDA graph could not be captured, its calls run uncaptured: {err.message}",
+            UserWarning,
+            stacklevel=5,
+        )
 
     def submit(
         self, device: object, launches: list[Launch | LibraryLaunch], capturable: bool
@@ -162,21 +201,26 @@ class LaunchGraphs:
         bucket = bucket_of(launches, self.policy) if capturable else None
         with self._lock:
             graph = self._graphs.get(bucket) if bucket is not None else None
-            if graph is None and bucket is not None:
-                if len(self._graphs) < self.policy.max_captures:
-                    graph = self._graphs[bucket] = _build(driver, stream, launches)
-                    self.stats.captures += 1
+            if graph is None and bucket is not None and bucket not in self._uncapturable:
+                if len(self._graphs) >= self.policy.max_captures:
+                    self.stats.refused_buckets.add(bucket)
+                elif self._ready_to_capture(bucket, launches):
+                    graph = self._new_graph(driver, stream, bucket, launches)
+                    if graph is not None:
+                        driver.graph_launch(graph.executable, stream)
+                        self.stats.replays += 1
+                        return
+            if graph is not None:
+                try:
+                    self._update(driver, stream, graph, launches)
+                except DeviceError as err:
+                    del self._graphs[bucket]
+                    self._refuse(bucket, err)
+                else:
                     driver.graph_launch(graph.executable, stream)
                     self.stats.replays += 1
                     return
-                self.stats.refused_buckets.add(bucket)
-            if graph is None:
-                self.stats.uncaptured += 1
-            else:
-                self._update(driver, stream, graph, launches)
-                driver.graph_launch(graph.executable, stream)
-                self.stats.replays += 1
-                return
+            self.stats.uncaptured += 1
         for launch in launches:
             launch.enqueue(driver, stream)
 
