@@ -172,3 +172,30 @@ def test_libcublas_loads_where_the_wheel_or_toolkit_is():
     library.cublasGetProperty(0, ctypes.byref(version))  # MAJOR_VERSION
     assert version.value >= 12
     assert library.cublasGemmStridedBatchedEx_64 and library.cublasGemmEx_64
+
+
+def test_cublas_statuses_raise_clear_errors_where_the_library_loads():
+    """Without a GPU cuBLAS answers CUBLAS_STATUS_NOT_INITIALIZED: the handle's creation
+    and both GEMM entry points (their ctypes signatures) report it by name."""
+    import threading
+
+    from relaxjax.runtime.cuda import probe
+    from relaxjax.runtime.cuda.cublas import Cublas
+
+    problem = cublas_problem()
+    if problem is not None:
+        pytest.skip(f"no libcublas here (pip install 'relaxjax[cuda]'): {problem}")
+    if probe().available:
+        pytest.skip("a GPU is present: cuBLAS initialises (test_gpu.py checks it)")
+    memory = _Memory()
+    with pytest.raises(DeviceError, match=r"cublasCreate_v2 failed: CUBLAS_STATUS_NOT_INIT"):
+        Cublas(memory.device)
+    cublas = Cublas.__new__(Cublas)  # a handle cuBLAS never made: every call is refused
+    cublas.library, cublas.handle, cublas.stream = load_cublas(), None, "stream"
+    cublas._lock = threading.Lock()
+    for batch, entry in ((1, "cublasGemmEx_64"), (3, "cublasGemmStridedBatchedEx_64")):
+        gemm = Gemm(True, False, 4, 3, 8, 64, 8, 32, 128, 8, 24, 256, 4, 12, batch, "bfloat16")
+        with pytest.raises(DeviceError, match=rf"{entry} failed: CUBLAS_STATUS_NOT_INIT.*m=4"):
+            cublas.gemm(gemm, "stream")
+    with pytest.raises(DeviceError, match="cuBLAS runs on the device's stream"):
+        cublas.gemm(gemm, "another stream")
