@@ -216,7 +216,7 @@ def build_executable(
         return Executable.create(mod, declared, {}, _raising(problem))
     if _needs_legalisation(mod):
         native = target == "llvm"
-        if not library:  # factorisations exist only as LAPACK calls: those stay
+        if native and not library:  # factorisations exist only as LAPACK calls: those stay
             mod = dispatch_library(mod, LIBRARY_OPS)
         mod = default_pipeline("llvm", library=library and native)(mod)
     function = entry_function(mod, entry)
