@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from relaxjax import arith, dtypes
+from relaxjax.passes.dispatch_cuda import cublas_symbol
 from relaxjax.tir.expr import BinOp, Call, UnaryOp
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtVisitor
@@ -206,9 +207,21 @@ def _matmul_flops(shapes: Sequence[Sequence[int]]) -> int:
     return 2 * math.prod(out, start=1) * (a[-1] if a else 1)
 
 
+def _cublas_flops(transpose_a: bool) -> Callable[[Sequence[Sequence[int]]], int]:
+    """FLOPs of a cuBLAS matmul whose left operand may be stored transposed."""
+
+    def flops(shapes: Sequence[Sequence[int]]) -> int:
+        a, out = shapes[0], shapes[-1]
+        k = a[-2] if transpose_a and len(a) > 1 else (a[-1] if a else 1)
+        return 2 * math.prod(out, start=1) * k
+
+    return flops
+
+
 #: Library symbol -> FLOPs of one call from the buffers' shapes (inputs, then outputs).
 LIBRARY_FLOPS: dict[str, Callable[[Sequence[Sequence[int]]], int]] = {
     "numpy.matmul": _matmul_flops,
+    **{cublas_symbol(ta, tb): _cublas_flops(ta) for ta in (False, True) for tb in (False, True)},
 }
 
 

@@ -291,3 +291,18 @@ def test_a_changed_library_call_updates_or_reinstantiates_the_graph(refuse):
     stats = graphs.stats
     assert (stats.captures, stats.replays, stats.updated_nodes, stats.uncaptured) == (1, 3, 1, 1)
     assert stats.reinstantiated == int(refuse)
+
+
+@needs_ptxas
+def test_profile_times_cublas_calls_as_library_rows(emulated):
+    def fn(x: T(("n", 8), "float32"), w: T((4, 8), "float32")):
+        return rnp.tanh(x @ w.T)
+
+    f = relax.jit(fn, target="cuda")
+    x = np.random.default_rng(6).standard_normal((5, 8)).astype(np.float32)
+    w = np.random.default_rng(7).standard_normal((4, 8)).astype(np.float32)
+    profile = f.profile(x, w)
+    np.testing.assert_allclose(np.asarray(profile.result), np.tanh(x @ w.T), 1e-5, 1e-6)
+    (library,) = [row for row in profile.rows if row.kind == "library"]
+    assert library.name == "cublas.matmul.transpose_b" and library.calls == 1, profile
+    assert library.flops == 2 * 5 * 4 * 8

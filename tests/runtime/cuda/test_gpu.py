@@ -244,3 +244,21 @@ def test_the_generated_matmul_matches_jax_on_the_gpu(case):
         leaves = ours if isinstance(ours, (tuple, list)) else [ours]
         assert_matches([np.asarray(x) for x in leaves], expected(case, arrays), case.rtol, "gen")
     assert not _uses_cublas(f)
+
+
+def test_profile_rows_sum_to_the_wall_time_on_the_gpu():
+    rng = np.random.default_rng(5)
+    block = gpt_block(64, 4, 256)
+    params = block_params(64, 256, rng)
+    args = [
+        params[name] for name in ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")
+    ]
+    x = rng.standard_normal((33, 64)).astype(np.float32)
+    block(x, *args)
+    profile = block.profile(x, *args)
+    np.testing.assert_allclose(
+        np.asarray(profile.result), np.asarray(jax_block(x, params, 4)), rtol=3e-4, atol=3e-4
+    )
+    assert sum(row.calls for row in profile.rows if row.kind == "kernel") >= 5, profile
+    total = sum(row.total_ms for row in profile.rows)
+    assert abs(total - profile.wall_ms) <= 0.1 * profile.wall_ms, profile

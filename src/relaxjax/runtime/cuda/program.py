@@ -17,6 +17,7 @@ the IR.
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -36,7 +37,9 @@ from relaxjax.runtime.cuda.graphs import GraphPolicy, LaunchGraphs, current_reco
 from relaxjax.runtime.cuda.launcher import KernelLauncher
 from relaxjax.runtime.executable import Executable
 from relaxjax.runtime.memory import ALIGNMENT, plan_memory
+from relaxjax.runtime.profiling import Profile, ProfilingBuild, profile_call
 from relaxjax.runtime.program import KernelHandle, ProgramWriter, _Launch
+from relaxjax.runtime.recorder import Recorder
 from relaxjax.runtime.values import Storage, Value
 
 __all__ = ["CudaExecutable", "CudaProgramWriter", "build_cuda_executable"]
@@ -46,7 +49,21 @@ class CudaExecutable(Executable):
     """An executable whose data lives on a GPU (see the module doc): ``program`` (the
     :class:`CudaProgram`), ``graphs`` (its CUDA graphs and their ``stats``), ``device``."""
 
-    __slots__ = ("device", "graphs", "program")
+    __slots__ = ("device", "graphs", "program", "launchers")
+
+    def profile(self, *args: object) -> Profile:
+        """Run once on the flat arguments, timing every launch on the GPU: each kernel is
+        launched directly (no CUDA graph) and the device is synchronised around it, so a
+        row is the kernel's time on the device plus its launch. The profiling build is
+        written on the first call."""
+        if self._profiling is None:
+            recorder = Recorder()
+            recorder.clock = _synchronizing_clock(self.device)
+            writer = CudaProgramWriter(
+                self.function, self._handles, self.launchers, self.device, recorder
+            )
+            self._profiling = ProfilingBuild(_on_device(writer.write(), self.device), recorder)
+        return profile_call(self._profiling, self.function.name, args)
 
 
 def build_cuda_executable(
@@ -88,9 +105,10 @@ def build_cuda_executable(
     writer = CudaProgramWriter(program.function, handles, launchers, device)
     inner = writer.write()
     run = _wrapped(inner, device, launch_graphs)
-    executable = CudaExecutable.create(module, program.function, compiled, run)
+    executable = CudaExecutable.create(module, program.function, compiled, run, handles=handles)
     executable.device = device
     executable.graphs = launch_graphs
+    executable.launchers = launchers
     executable.program = program
     return executable  # type: ignore[return-value]
 
@@ -107,6 +125,29 @@ def _cublas_usable(device: Device) -> bool:
         )
         return False
     return True
+
+
+def _synchronizing_clock(device: Device) -> Callable[[], int]:
+    """A nanosecond clock that first waits for the device's stream (profiling)."""
+    clock = time.perf_counter_ns
+
+    def synchronized() -> int:
+        device.synchronize()
+        return clock()
+
+    return synchronized
+
+
+def _on_device(inner: Callable[..., tuple], device: Device) -> Callable[..., tuple]:
+    """``inner`` on GPU arrays used in place, launching directly; returns when done."""
+
+    def run(*args: object) -> tuple:
+        args = tuple(as_device_array(device, a) if is_gpu_array(a) else a for a in args)
+        outputs = inner(*args)
+        device.synchronize()
+        return outputs
+
+    return run
 
 
 def _wrapped(
@@ -130,11 +171,12 @@ class CudaProgramWriter(ProgramWriter):
         kernels: Mapping[str, KernelHandle],
         launchers: Mapping[str, KernelLauncher],
         device: Device,
+        recorder: Recorder | None = None,
     ) -> None:
         self.device = device
         self.launchers = dict(launchers)
         self.on_host: set[Storage] = set()
-        super().__init__(function, kernels, None)
+        super().__init__(function, kernels, None, recorder)
         self._upload = self.writer.constant(functools.partial(as_device_array, device), "to_device")
         self._device_empty = self.writer.constant(functools.partial(device_empty, device), "dempty")
 
@@ -234,7 +276,10 @@ class CudaProgramWriter(ProgramWriter):
         if launch.kernel in self.launchers:
             call = self.writer.constant(self.launchers[launch.kernel], f"k_{launch.kernel}")
             refs = [self._device_ref(v) for v in launch.buffers]
+            timed = self._start_timing(launch)
             self.writer.line(f"{call}({', '.join(refs + launch.symbols)})")
+            if timed is not None:
+                self._stop_timing(timed, launch.symbols)
             return
         if launch.kernel in (TO_HOST, TO_DEVICE):
             self._emit_copy(launch)
@@ -249,7 +294,10 @@ class CudaProgramWriter(ProgramWriter):
         call = self.writer.constant(launch.extern, "cublas")
         refs = [self._device_ref(v) for v in launch.buffers]
         shapes = [v.shape_code for v in launch.buffers]
+        timed = self._start_timing(launch)
         self.writer.line(f"{call}({', '.join(refs + shapes)})")
+        if timed is not None:
+            self._stop_timing(timed, shapes)
 
     def _emit_copy(self, launch: _Launch) -> None:
         source, destination = launch.buffers
