@@ -31,6 +31,7 @@ cuBLAS runs in order with the kernels, inside CUDA graphs too.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,14 +106,35 @@ def plan_gemm(
     """The GEMM computing ``c = a @ b`` for row-major ``(pointer, shape)`` operands (see
     the module doc); None when the result is empty. ``ShapeError`` when the shapes do
     not multiply into ``c``'s."""
-    m, k, a_batch = _operand(a[1], transposes[0], True, where)
-    k_b, n, b_batch = _operand(b[1], transposes[1], False, where)
-    out_batch = tuple(c[1][: max(len(a_batch), len(b_batch))])
-    expected = out_batch + ((m,) if len(a[1]) > 1 else ()) + ((n,) if len(b[1]) > 1 else ())
-    if k != k_b or tuple(c[1]) != expected:
+    shapes = (tuple(a[1]), tuple(b[1]), tuple(c[1]))
+    geometry = _geometry(*shapes, tuple(transposes), where)
+    if geometry is None:
+        return None
+    transa, transb, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c, batch = geometry
+    return Gemm(
+        transa, transb, m, n, k, b[0], lda, stride_a, a[0], ldb, stride_b, c[0], ldc, stride_c,
+        batch, dtype,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1024)
+def _geometry(
+    a_shape: tuple[int, ...],
+    b_shape: tuple[int, ...],
+    c_shape: tuple[int, ...],
+    transposes: tuple[bool, bool],
+    where: str,
+) -> tuple | None:
+    """Everything of :func:`plan_gemm`'s GEMM but the pointers and dtype, in ``Gemm``'s
+    field order (computed once per shapes: a call with sizes seen before pays a lookup)."""
+    m, k, a_batch = _operand(a_shape, transposes[0], True, where)
+    k_b, n, b_batch = _operand(b_shape, transposes[1], False, where)
+    out_batch = c_shape[: max(len(a_batch), len(b_batch))]
+    expected = out_batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
+    if k != k_b or c_shape != expected:
         raise ShapeError(
-            f"{where}: operands of shapes {tuple(a[1])} and {tuple(b[1])} (transposed: "
-            f"{transposes}) do not multiply into {tuple(c[1])}"
+            f"{where}: operands of shapes {a_shape} and {b_shape} (transposed: "
+            f"{transposes}) do not multiply into {c_shape}"
         )
     batch = math.prod(out_batch)
     if batch == 0 or m == 0 or n == 0:
@@ -121,24 +143,12 @@ def plan_gemm(
     stride_b = _batch_stride(b_batch, out_batch, k * n, where)
     if batch > 1 and stride_b == 0 and stride_a and not transposes[0]:
         m, batch, stride_a = m * batch, 1, 0  # a broadcast b: one GEMM over every row
-    return Gemm(
-        transa=transposes[1],
-        transb=transposes[0],
-        m=n,
-        n=m,
-        k=k,
-        a=b[0],
-        lda=max(1, k if transposes[1] else n),
-        stride_a=stride_b,
-        b=a[0],
-        ldb=max(1, m if transposes[0] else k),
-        stride_b=stride_a,
-        c=c[0],
-        ldc=max(1, n),
-        stride_c=m * n if batch > 1 else 0,
-        batch=batch,
-        dtype=dtype,
-    )
+    # cuBLAS's A is our b, its B our a (the module doc's table).
+    lda = max(1, k if transposes[1] else n)
+    ldb = max(1, m if transposes[0] else k)
+    stride_c = m * n if batch > 1 else 0
+    return (transposes[1], transposes[0], n, m, k, lda, stride_b, ldb, stride_a, max(1, n),
+            stride_c, batch)  # fmt: skip
 
 
 class GemmLibrary(abc.ABC):
