@@ -51,7 +51,8 @@ try:
 except OSError as err:
     print("nvidia-smi:", err)
 for name in ("numpy", "llvmlite", "ml_dtypes", "cuda-bindings", "cuda-pathfinder", "nvidia-nvvm",
-             "nvidia-cuda-nvcc", "nvidia-nvjitlink", "torch", "jax", "cupy-cuda13x", "pytest"):
+             "nvidia-cuda-nvcc", "nvidia-nvjitlink", "nvidia-cublas", "torch", "jax", "cupy-cuda13x",
+             "pytest"):
     try:
         print(f"  {name} {md.version(name)}")
     except md.PackageNotFoundError:
@@ -84,6 +85,28 @@ for n in (1, 7, 300):
     print(f"smoke n={n}: max abs err {np.abs(y - e).max():.2e} ({(time.perf_counter() - t) * 1e3:.1f} ms)")
     assert np.allclose(y, e, rtol=1e-5, atol=1e-6)
 print("smoke OK; cache_size", smoke.cache_size())
+from relaxjax.runtime.cuda.cublas import cublas_problem
+problem = cublas_problem()
+if problem is None:
+    from cuda import pathfinder
+    print("cuBLAS:", pathfinder.load_nvidia_dynamic_lib("cublas").abs_path)
+else:
+    print("cuBLAS NOT LOADED:", problem)
+@relax.jit(target="cuda")
+def mm(a: relax.Tensor(("n", 64), "float16"), b: relax.Tensor((32, 64), "float16")):
+    return a @ b.T
+try:
+    for n in (1, 7, 300, 7):
+        a = np.random.default_rng(n).standard_normal((n, 64)).astype(np.float16)
+        b = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float16)
+        y = np.asarray(mm(a, b)).astype(np.float64)
+        err = np.abs(y - a.astype(np.float64) @ b.T.astype(np.float64)).max()
+        print(f"cuBLAS smoke n={n}: max abs err {err:.2e}")
+    (exe,) = mm._executables.values()
+    print("cuBLAS smoke:", "in cuBLAS" if 'extern("cublas' in str(exe.program.module) else
+          "GENERATED (no cuBLAS)", "| graphs:", exe.graphs.stats)
+except Exception as err:  # noqa: BLE001 - reported, the other steps still run
+    print("cuBLAS smoke FAILED:", type(err).__name__, err)
 EOF
 smoke=$?
 cat "$OUT/env.txt"
