@@ -306,3 +306,36 @@ def test_profile_times_cublas_calls_as_library_rows(emulated):
     (library,) = [row for row in profile.rows if row.kind == "library"]
     assert library.name == "cublas.matmul.transpose_b" and library.calls == 1, profile
     assert library.flops == 2 * 5 * 4 * 8
+
+
+@needs_ptxas
+def test_cublas_inside_a_scan_and_a_called_function(emulated):
+    import relaxjax.lax as lax
+
+    driver, _ = emulated
+
+    @relax.jit
+    def project(h: T((4,), "float32"), w: T((4, 4), "float32")):
+        return rnp.tanh(h @ w)
+
+    def fn(xs: T(("t", 4), "float32"), h: T((4,), "float32"), w: T((4, 4), "float32")):
+        def body(carry, x_t):
+            carry = project(carry + x_t, w)
+            return carry, carry @ w.T
+
+        return lax.scan(body, h, xs)
+
+    f = relax.jit(fn, target="cuda")
+    rng = np.random.default_rng(11)
+    w = (0.5 * rng.standard_normal((4, 4))).astype(np.float32)
+    for t in (0, 1, 4):
+        xs = rng.standard_normal((t, 4)).astype(np.float32)
+        h = rng.standard_normal(4).astype(np.float32)
+        carry, ys = f(xs, h, w)
+        expected_h, expected_ys = h.astype(np.float64), []
+        for x_t in xs:
+            expected_h = np.tanh((expected_h + x_t) @ w)
+            expected_ys.append(expected_h @ w.T)
+        _check(carry, expected_h, "float32", f"carry t={t}")
+        _check(ys, np.array(expected_ys).reshape(t, 4), "float32", f"ys t={t}")
+    assert {g.transa for _, g in driver.library_calls} == {False, True}
