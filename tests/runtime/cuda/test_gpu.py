@@ -314,3 +314,33 @@ def test_control_flow_and_calls_on_the_gpu():
             ported_tests._as(orig, params), ids, orig.Config(n_head=ported_tests.HEADS)
         )
         np.testing.assert_allclose(np.asarray(ours.logits), theirs.logits, rtol=2e-4, atol=2e-5)
+
+
+def test_cublas_inside_a_scan_on_the_gpu():
+    import relaxjax.lax as lax
+
+    T = relax.Tensor
+
+    def fn(xs: T(("t", 64), "float32"), h: T((64,), "float32"), w: T((64, 64), "float32")):
+        def body(carry, x_t):
+            carry = rnp.tanh((carry + x_t) @ w)
+            return carry, carry @ w.T
+
+        return lax.scan(body, h, xs)
+
+    f = relax.jit(fn, target="cuda")
+    rng = np.random.default_rng(12)
+    w = (0.2 * rng.standard_normal((64, 64))).astype(np.float32)
+    for t in (0, 1, 9):
+        xs = rng.standard_normal((t, 64)).astype(np.float32)
+        h = rng.standard_normal(64).astype(np.float32)
+        carry, ys = f(xs, h, w)
+        expected, rows = h.astype(np.float64), []
+        for x_t in xs:
+            expected = np.tanh((expected + x_t) @ w)
+            rows.append(expected @ w.T)
+        np.testing.assert_allclose(np.asarray(carry), expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            np.asarray(ys), np.array(rows).reshape(t, 64), rtol=1e-4, atol=1e-4
+        )
+    assert _uses_cublas(f)
