@@ -344,3 +344,29 @@ def test_cublas_inside_a_scan_on_the_gpu():
             np.asarray(ys), np.array(rows).reshape(t, 64), rtol=1e-4, atol=1e-4
         )
     assert _uses_cublas(f)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_elementwise_and_rows_on_the_gpu(dtype):
+    import ml_dtypes
+
+    import relaxjax.nn as rnn
+
+    @relax.jit(target="cuda")
+    def f(x: relax.Tensor(("n", 96), dtype)):
+        return rnn.softmax(rnn.gelu(x) * 2.0 + x, axis=-1), x.astype("float32") * 0.5
+
+    numpy_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(7)
+    for n in (1, 33, 500):
+        x = rng.standard_normal((n, 96)).astype(numpy_dtype)
+        y, z = f(x)
+        wide = x.astype(np.float32)
+        h = 0.5 * wide * (1 + np.tanh(0.7978845608 * (wide + 0.044715 * wide**3))) * 2 + wide
+        e = np.exp(h - h.max(-1, keepdims=True))
+        tolerance = 2e-2 if dtype == "bfloat16" else 4e-3
+        np.testing.assert_allclose(
+            np.asarray(y).astype(np.float32), e / e.sum(-1, keepdims=True), atol=tolerance
+        )
+        np.testing.assert_array_equal(np.asarray(z), wide * 0.5)
+    assert f.cache_size() == 1
