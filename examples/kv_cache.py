@@ -108,7 +108,7 @@ class PagedCache:
             for slot in range(int(held[s]), int(need[s])):
                 if not self.free:
                     raise MemoryError(
-                        f"paged KV cache: out of pages ({len(self.k[0])} of {self.page_size} "
+                        f"paged KV cache: out of pages ({self.k[0].shape[0]} of {self.page_size} "
                         "positions each); make the cache with more pages"
                     )
                 self.table[s, slot] = self.free.pop(0)
