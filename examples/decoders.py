@@ -105,7 +105,7 @@ class GPT2:
 
     def finish(self, w: Weights, i: int, x, attended):
         b, n = x.shape[0], x.shape[1]
-        x = x + self._linear(w, attended.reshape(b, n, -1), f"h.{i}.attn.c_proj")
+        x = x + self._linear(w, attended.reshape(b, n, self.cfg.width), f"h.{i}.attn.c_proj")
         h = rnn.gelu(self._linear(w, self._norm(w, x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc"))
         return x + self._linear(w, h, f"h.{i}.mlp.c_proj")
 
@@ -143,7 +143,7 @@ class Llama:
     def finish(self, w: Weights, i: int, x, attended):
         cfg, p = self.cfg, f"model.layers.{i}"
         b, n = x.shape[0], x.shape[1]
-        x = x + attended.reshape(b, n, -1) @ w[f"{p}.self_attn.o_proj.weight"]
+        x = x + attended.reshape(b, n, self.cfg.width) @ w[f"{p}.self_attn.o_proj.weight"]
         h = rnn.rms_norm(x, w[f"{p}.post_attention_layernorm.weight"], eps=cfg.eps)
         gate = rnn.silu(h @ w[f"{p}.mlp.gate_proj.weight"])
         return x + (gate * (h @ w[f"{p}.mlp.up_proj.weight"])) @ w[f"{p}.mlp.down_proj.weight"]

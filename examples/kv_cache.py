@@ -142,7 +142,8 @@ def contiguous_step(cfg: Config, new_tokens: str | int):
     def step(w, tokens, start, cache, m):
         n = tokens.shape[1]
         positions = rnp.maximum(m + rnp.arange(n, dtype="int32")[None, :] - start[:, None], 0)
-        keys = rnp.arange(m + n, dtype="int32")
+        seen = relax.min(cache["k"][0].shape[1], m + n)  # the keys' length, as their slice has it
+        keys = rnp.arange(seen, dtype="int32")
         queries = m + rnp.arange(n, dtype="int32")
         visible = (keys[None, None, :] <= queries[None, :, None]) & (
             keys[None, None, :] >= start[:, None, None]
@@ -155,7 +156,7 @@ def contiguous_step(cfg: Config, new_tokens: str | int):
             v_cache = lax.dynamic_update_slice(cache["v"][i], v, (0, m, 0, 0))
             k_out.append(k_cache)
             v_out.append(v_cache)
-            return rnn.dot_product_attention(q, k_cache[:, : m + n], v_cache[:, : m + n], mask=mask)
+            return rnn.dot_product_attention(q, k_cache[:, :seen], v_cache[:, :seen], mask=mask)
 
         x = forward(arch, w, tokens, positions, attend)
         logits = arch.logits(w, x[:, n - 1])
