@@ -94,6 +94,26 @@ def test_prefill_and_decode_logits_match_jax(decoders, arch, layout):
     assert np.ptp(logits) > 10  # the logits are far from uniform: the comparison means something
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["contiguous", "paged"])
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_real_widths_match_jax(arch, layout):
+    """The real models' widths, heads and vocabularies (two layers): 20 decode steps."""
+    full = GPT2Config() if arch == "gpt2" else LlamaConfig()
+    cfg = type(full)(**{**full.__dict__, "layers": 2})
+    weights = {k: v * (5 if v.ndim == 2 else 1) for k, v in random_weights(cfg).items()}
+    decoder = Decoder(cfg, weights, layout)
+    prompts = [list(range(100, 130)), list(range(7, 12))]
+    generated, logits = _generate(decoder, prompts, STEPS, capacity=64, page_size=16)
+    sequences = [prompt + generated[s].tolist() for s, prompt in enumerate(prompts)]
+    tokens, lengths = pad_prompts(sequences, "left")
+    start = (tokens.shape[1] - lengths).astype(np.int32)
+    reference = jax_decoders.gpt2_logits if arch == "gpt2" else jax_decoders.llama_logits
+    want = np.asarray(jax.jit(reference, static_argnums=1)(weights, cfg, tokens, start))
+    np.testing.assert_allclose(logits, want[:, -STEPS - 1 :], rtol=1e-3, atol=2e-3)
+    assert decoder.prefill_fn.cache_size() == 1 and decoder.decode_fn.cache_size() == 1
+
+
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_generation_with_cache_equals_generation_without(decoders, arch):
     decoder = decoders(arch, "contiguous")
