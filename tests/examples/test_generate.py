@@ -290,3 +290,35 @@ def test_load_llama_checkpoint_transposes_torch_linears(tmp_path):
     with pytest.raises(ValueError, match=r"has shape \(5, 64\), expected \(48, 64\)"):
         load_weights(path, cfg)
     assert weight_shapes(cfg)["model.layers.1.mlp.up_proj.weight"] == (48, 64)
+
+
+# -- examples/generate.py -----------------------------------------------------------------------
+
+
+def test_sampling_greedy_top_k_and_temperature():
+    from generate import sample
+
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((4, 50)).astype(np.float32) * 3
+    best = logits.argmax(-1)
+    np.testing.assert_array_equal(sample(logits, rng, 0.0, 0), best)
+    np.testing.assert_array_equal(sample(logits, rng, 1.5, 1), best)  # top-1 is greedy
+    top3 = np.argsort(logits, -1)[:, -3:]
+    draws = np.stack([sample(logits, rng, 1.0, 3) for _ in range(200)])
+    assert all(np.isin(draws[:, s], top3[s]).all() for s in range(4))
+    assert all(len(np.unique(draws[:, s])) > 1 for s in range(4))  # it does sample
+    cold = np.stack([sample(logits, rng, 0.05, 0) for _ in range(50)])
+    assert (cold == best).mean() > 0.9  # a low temperature is nearly greedy
+
+
+def test_generate_continues_each_prompt(decoders):
+    from generate import generate
+
+    decoder = decoders("llama", "paged")
+    greedy, timing = generate(decoder, PROMPTS, 6, progress=False)
+    expected, _ = _generate(decoder, PROMPTS, 5)
+    np.testing.assert_array_equal(np.array(greedy)[:, :5], expected)
+    assert [len(row) for row in greedy] == [6, 6, 6] and timing["tokens_per_s"] > 0
+    sampled, _ = generate(decoder, PROMPTS, 6, temperature=1.0, top_k=5, seed=1, progress=False)
+    again, _ = generate(decoder, PROMPTS, 6, temperature=1.0, top_k=5, seed=1, progress=False)
+    assert sampled == again and sampled != greedy  # seeded, and not the greedy choice
