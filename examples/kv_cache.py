@@ -286,6 +286,11 @@ class Decoder:
                 )
             if cache.length == 0:
                 cache.start = (n - counts).astype(np.int32)
+            elif (counts != n).any():
+                raise ValueError(
+                    "contiguous KV cache: prompts of different lengths (left-padded) are for an "
+                    f"empty cache; this one holds {cache.length} positions already"
+                )
             arrays = {"k": cache.k, "v": cache.v}
             logits, arrays = fn(self.weights, tokens, cache.start, arrays, cache.length)
             return logits, ContiguousCache(arrays["k"], arrays["v"], cache.start, cache.length + n)

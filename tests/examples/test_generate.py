@@ -175,6 +175,10 @@ def test_contiguous_cache_refuses_to_overflow(decoders):
     _, cache = decoder.prefill(np.ones((1, 4), np.int32), cache)
     with pytest.raises(ValueError, match=r"4 \+ 1 positions exceed its capacity 4"):
         decoder.decode(np.ones((1, 1), np.int32), cache)
+    cache = decoder.new_cache(2, 8)
+    _, cache = decoder.prefill(np.ones((2, 2), np.int32), cache)
+    with pytest.raises(ValueError, match="different lengths .* holds 2 positions already"):
+        decoder.prefill(np.ones((2, 3), np.int32), cache, lengths=[3, 1])
 
 
 def test_paged_cache_runs_out_of_pages(decoders):
