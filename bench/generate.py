@@ -24,6 +24,7 @@ Run it with::
     python bench/generate.py                       # the full table (minutes on a quiet machine)
     python bench/generate.py --n 16 --m 128 --batch 1 --layers 2 --steps 3   # a quick look
     python bench/generate.py --profile             # relaxjax's decode profile, m=512, b=1
+    python bench/generate.py --target cuda         # on a GPU (relaxjax with CUDA graphs)
 
 Targets (issue 13): decode tokens/s >= 1.25x the best other system at every m, the first
 token of a new prompt length with no recompile, decode weight reads >= 70% of the copy
@@ -74,15 +75,16 @@ def _median_seconds(run, repeats: int) -> float:
 class Relax:
     name = "relaxjax"
 
-    def __init__(self, cfg: GPT2Config, w: dict[str, np.ndarray]) -> None:
-        self.decoder = Decoder(cfg, w)
+    def __init__(self, cfg: GPT2Config, w: dict[str, np.ndarray], target: str) -> None:
+        self.decoder = Decoder(cfg, w, target="llvm" if target == "cpu" else "cuda")
 
     def prefill(self, tokens: np.ndarray, capacity: int):
         cache = self.decoder.new_cache(len(tokens), capacity)
         return self.decoder.prefill(tokens, cache)
 
     def decode(self, state, token):
-        return self.decoder.decode(token, state)
+        logits, state = self.decoder.decode(token, state)
+        return np.asarray(logits), state
 
     def compiles(self) -> int:
         return self.decoder.prefill_fn.cache_size() + self.decoder.decode_fn.cache_size()
@@ -218,11 +220,12 @@ class Torch:
 
     name = "torch"
 
-    def __init__(self, cfg: GPT2Config, w: dict[str, np.ndarray]) -> None:
+    def __init__(self, cfg: GPT2Config, w: dict[str, np.ndarray], target: str) -> None:
         import torch
 
         self.torch, self.cfg = torch, cfg
-        self.w = {k: torch.from_numpy(v) for k, v in w.items()}
+        self.device = "cpu" if target == "cpu" else "cuda"
+        self.w = {k: torch.from_numpy(v).to(self.device) for k, v in w.items()}
 
     def _norm(self, x, name):
         f = self.torch.nn.functional
@@ -249,7 +252,7 @@ class Torch:
                 vs[i][:, :, m : m + n] = v
                 a = f.scaled_dot_product_attention(
                     q, ks[i][:, :, : m + n], vs[i][:, :, : m + n],
-                    attn_mask=torch.ones(n, m + n, dtype=torch.bool).tril(m),
+                    attn_mask=torch.ones(n, m + n, dtype=torch.bool, device=self.device).tril(m),
                 )  # fmt: skip
                 a = a.transpose(1, 2).reshape(b * n, -1)
                 x = x + torch.addmm(w[p + "attn.c_proj.bias"], a, w[p + "attn.c_proj.weight"]).view(
@@ -267,17 +270,17 @@ class Torch:
                     b, n, -1
                 )
             logits = self._norm(x[:, -1], "ln_f") @ w["lm_head.weight"]
-        return logits.numpy(), (ks, vs, m + n)
+        return logits.cpu().numpy(), (ks, vs, m + n)
 
     def prefill(self, tokens: np.ndarray, capacity: int):
         torch, cfg = self.torch, self.cfg
         shape = (len(tokens), cfg.heads, capacity, cfg.head_dim)
-        ks = [torch.zeros(shape) for _ in range(cfg.layers)]
-        vs = [torch.zeros(shape) for _ in range(cfg.layers)]
-        return self._run(torch.from_numpy(tokens.astype(np.int64)), (ks, vs, 0))
+        ks = [torch.zeros(shape, device=self.device) for _ in range(cfg.layers)]
+        vs = [torch.zeros(shape, device=self.device) for _ in range(cfg.layers)]
+        return self._run(torch.from_numpy(tokens.astype(np.int64)).to(self.device), (ks, vs, 0))
 
     def decode(self, state, token):
-        return self._run(self.torch.from_numpy(token.astype(np.int64)), state)
+        return self._run(self.torch.from_numpy(token.astype(np.int64)).to(self.device), state)
 
     def compiles(self) -> int:
         return 0
@@ -286,11 +289,11 @@ class Torch:
 # -- the table -----------------------------------------------------------------------------------
 
 
-def _systems(names, cfg, w, bucket):
+def _systems(names, cfg, w, bucket, target):
     made = []
     for name in names:
         if name == "relaxjax":
-            made.append(Relax(cfg, w))
+            made.append(Relax(cfg, w, target))
         elif name == "jax":
             made.append(Jax(cfg, w))
         elif name == "jax-padded":
@@ -303,7 +306,7 @@ def _systems(names, cfg, w, bucket):
             except ImportError:
                 print("torch: not installed, left out")
                 continue
-            made.append(Torch(cfg, w))
+            made.append(Torch(cfg, w, target))
     return made
 
 
@@ -332,7 +335,10 @@ def bench_prefill(systems, cfg, ns, batches, repeats, capacity):
 
 def bench_decode(systems, cfg, ms, batches, steps, capacity, weight_bytes, copy_gbs):
     rng = np.random.default_rng(1)
-    print(f"\ndecode: tokens/s over {steps} steps after m cached positions (relaxjax: weight GB/s)")
+    print(
+        f"\ndecode: tokens/s, median of {steps} steps after m cached positions (one step first, "
+        "untimed); relaxjax: weight GB/s and its share of the copy bandwidth"
+    )
     print(f"  {'b':>2} {'m':>5}  " + "  ".join(f"{s.name:>14}" for s in systems))
     for b in batches:
         for m in ms:
@@ -343,6 +349,9 @@ def bench_decode(systems, cfg, ms, batches, steps, capacity, weight_bytes, copy_
                 token = logits.argmax(-1).astype(np.int32)[:, None]
                 if system.name == "jax":  # a compile per new m: time a step at a seen shape
                     system.decode(state, token)
+                else:  # the first step compiles, once per system (per b for jax-padded)
+                    logits, state = system.decode(state, token)
+                    token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
                 times = []
                 for _ in range(steps):
                     start = time.perf_counter()
@@ -371,11 +380,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--systems", nargs="+", default=["relaxjax", "jax", "jax-padded", "torch"])
     parser.add_argument("--profile", action="store_true", help="relaxjax's decode profile only")
+    gpu = "cuda: relaxjax (CUDA graphs on), torch and jax on the GPU"
+    parser.add_argument("--target", choices=("cpu", "cuda"), default="cpu", help=gpu)
     options = parser.parse_args()
     os.environ.setdefault("RELAXJAX_CACHE_DIR", tempfile.mkdtemp(prefix="relaxjax-bench-"))
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    if options.target == "cpu":
+        jax.config.update("jax_platforms", "cpu")
 
     cfg = GPT2Config(layers=options.layers)
     w = random_weights(cfg)
@@ -383,13 +396,14 @@ def main() -> None:
     if options.profile:
         _profile(cfg, w)
         return
-    copy_gbs = _copy_bandwidth()
+    copy_gbs = _copy_bandwidth() if options.target == "cpu" else 0.0
     print(
-        f"GPT-2 {cfg.layers} layers, float32, {os.cpu_count()} CPUs; copy bandwidth (2 threads) "
-        f"{copy_gbs:.1f} GB/s; decode reads {weight_bytes / 1e9:.2f} GB of weights per step"
+        f"GPT-2 {cfg.layers} layers, float32, target {options.target}, {os.cpu_count()} CPUs; "
+        f"copy bandwidth (2 threads) {copy_gbs:.1f} GB/s; decode reads "
+        f"{weight_bytes / 1e9:.2f} GB of weights per step"
     )
     capacity = max(max(options.m), max(options.n)) + options.steps + 2
-    systems = _systems(options.systems, cfg, w, bucket=max(options.n))
+    systems = _systems(options.systems, cfg, w, max(options.n), options.target)
     bench_prefill(systems, cfg, options.n, options.batch, options.repeats, capacity)
     bench_decode(
         systems, cfg, options.m, options.batch, options.steps, capacity, weight_bytes, copy_gbs
