@@ -314,60 +314,72 @@ def _prompt(rng, cfg, b, n):
     return rng.integers(0, cfg.vocab, (b, n)).astype(np.int32)
 
 
-def bench_prefill(systems, cfg, ns, batches, repeats, capacity):
+def prefill_times(system, cfg, ns, batches, repeats, capacity) -> dict:
+    """(b, n) -> (steady seconds, first call's seconds, compile included)."""
     rng = np.random.default_rng(0)
-    print(
-        "\nprefill: ms per prompt of n tokens (median; first call, compile included, in brackets)"
-    )
-    print(f"  {'b':>2} {'n':>5}  " + "  ".join(f"{s.name:>22}" for s in systems))
+    out = {}
     for b in batches:
         for n in ns:
             tokens = _prompt(rng, cfg, b, n)
-            cells = []
-            for system in systems:
-                start = time.perf_counter()
-                system.prefill(tokens, capacity)
-                first = time.perf_counter() - start
-                steady = _median_seconds(lambda s=system, t=tokens: s.prefill(t, capacity), repeats)
-                cells.append(f"{steady * 1e3:9.1f} ({first * 1e3:8.0f})")
-            print(f"  {b:>2} {n:>5}  " + "  ".join(f"{c:>22}" for c in cells))
+            start = time.perf_counter()
+            system.prefill(tokens, capacity)
+            first = time.perf_counter() - start
+            steady = _median_seconds(lambda: system.prefill(tokens, capacity), repeats)  # noqa: B023
+            out[b, n] = (steady, first)
+    return out
 
 
-def bench_decode(systems, cfg, ms, batches, steps, capacity, weight_bytes, copy_gbs):
+def decode_times(system, cfg, ms, batches, steps, capacity) -> dict:
+    """(b, m) -> the median seconds of a decode step after m cached positions."""
     rng = np.random.default_rng(1)
+    out = {}
+    for b in batches:
+        for m in ms:
+            logits, state = system.prefill(_prompt(rng, cfg, b, m), capacity)
+            token = logits.argmax(-1).astype(np.int32)[:, None]
+            if system.name == "jax":  # a compile per new m: time a step at a seen shape
+                system.decode(state, token)
+            else:  # the first step compiles, once per system (per b for jax-padded)
+                logits, state = system.decode(state, token)
+                token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                if system.name == "jax":
+                    logits, _ = system.decode(state, token)  # the same m again: no compile
+                else:
+                    logits, state = system.decode(state, token)
+                times.append(time.perf_counter() - start)
+                token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
+            out[b, m] = float(np.median(times))
+    return out
+
+
+def print_tables(names, prefill, decode, weight_bytes, copy_gbs, steps) -> None:
+    print(
+        "\nprefill: ms per prompt of n tokens (median; first call, compile included, in brackets)"
+    )
+    print(f"  {'b':>2} {'n':>5}  " + "  ".join(f"{name:>20}" for name in names))
+    for key in next(iter(prefill.values()), {}):
+        cells = [
+            f"{prefill[s][key][0] * 1e3:8.1f} ({prefill[s][key][1] * 1e3:7.0f})" for s in names
+        ]
+        print(f"  {key[0]:>2} {key[1]:>5}  " + "  ".join(f"{c:>20}" for c in cells))
     print(
         f"\ndecode: tokens/s, median of {steps} steps after m cached positions (one step first, "
         "untimed); relaxjax: weight GB/s and its share of the copy bandwidth"
     )
-    print(f"  {'b':>2} {'m':>5}  " + "  ".join(f"{s.name:>14}" for s in systems))
-    for b in batches:
-        for m in ms:
-            tokens = _prompt(rng, cfg, b, m)
-            cells = []
-            for system in systems:
-                logits, state = system.prefill(tokens, capacity)
-                token = logits.argmax(-1).astype(np.int32)[:, None]
-                if system.name == "jax":  # a compile per new m: time a step at a seen shape
-                    system.decode(state, token)
-                else:  # the first step compiles, once per system (per b for jax-padded)
-                    logits, state = system.decode(state, token)
-                    token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
-                times = []
-                for _ in range(steps):
-                    start = time.perf_counter()
-                    if system.name == "jax":
-                        logits, _ = system.decode(state, token)  # the same m again: no compile
-                    else:
-                        logits, state = system.decode(state, token)
-                    times.append(time.perf_counter() - start)
-                    token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
-                seconds = float(np.median(times))
-                cell = f"{b / seconds:9.1f}"
-                if system.name == "relaxjax":
-                    gbs = weight_bytes / seconds / 1e9
-                    cell += f" {gbs:4.1f}GB/s" + (f" {gbs / copy_gbs:4.0%}" if copy_gbs else "")
-                cells.append(cell)
-            print(f"  {b:>2} {m:>5}  " + "  ".join(f"{c:>14}" for c in cells))
+    print(f"  {'b':>2} {'m':>5}  " + "  ".join(f"{name:>20}" for name in names))
+    for key in next(iter(decode.values()), {}):
+        cells = []
+        for name in names:
+            seconds = decode[name][key]
+            cell = f"{key[0] / seconds:8.1f}"
+            if name == "relaxjax":
+                gbs = weight_bytes / seconds / 1e9
+                cell += f" {gbs:5.1f}GB/s" + (f" {gbs / copy_gbs:4.0%}" if copy_gbs else "")
+            cells.append(cell)
+        print(f"  {key[0]:>2} {key[1]:>5}  " + "  ".join(f"{c:>20}" for c in cells))
 
 
 def main() -> None:
@@ -378,7 +390,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--systems", nargs="+", default=["relaxjax", "jax", "jax-padded", "torch"])
+    parser.add_argument("--systems", nargs="+", default=["relaxjax", "jax-padded", "jax", "torch"])
     parser.add_argument("--profile", action="store_true", help="relaxjax's decode profile only")
     gpu = "cuda: relaxjax (CUDA graphs on), torch and jax on the GPU"
     parser.add_argument("--target", choices=("cpu", "cuda"), default="cpu", help=gpu)
@@ -403,12 +415,23 @@ def main() -> None:
         f"{weight_bytes / 1e9:.2f} GB of weights per step"
     )
     capacity = max(max(options.m), max(options.n)) + options.steps + 2
-    systems = _systems(options.systems, cfg, w, max(options.n), options.target)
-    bench_prefill(systems, cfg, options.n, options.batch, options.repeats, capacity)
-    bench_decode(
-        systems, cfg, options.m, options.batch, options.steps, capacity, weight_bytes, copy_gbs
-    )
-    print("\ncompiles: " + ", ".join(f"{s.name} {s.compiles()}" for s in systems))
+    # one system after the other (not interleaved): another library's worker threads, still
+    # spinning from its last call, would slow the next system down
+    prefill, decode, compiles = {}, {}, {}
+    for name in options.systems:
+        made = _systems([name], cfg, w, max(options.n), options.target)
+        if not made:
+            continue
+        system = made[0]
+        prefill[name] = prefill_times(
+            system, cfg, options.n, options.batch, options.repeats, capacity
+        )
+        decode[name] = decode_times(system, cfg, options.m, options.batch, options.steps, capacity)
+        compiles[name] = system.compiles()
+        print(f"  ({name} done)", flush=True)
+        del made, system
+    print_tables(list(prefill), prefill, decode, weight_bytes, copy_gbs, options.steps)
+    print("\ncompiles: " + ", ".join(f"{name} {count}" for name, count in compiles.items()))
 
 
 def _profile(cfg: GPT2Config, w) -> None:
