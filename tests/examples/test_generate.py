@@ -134,6 +134,41 @@ def test_paged_layout_equals_contiguous(decoders):
     np.testing.assert_allclose(contiguous[1], paged[1], rtol=1e-5, atol=1e-4)
 
 
+def test_paged_cache_serves_a_new_sequence_in_a_finished_one_s_place(decoders):
+    """Continuous batching: row 1 finishes, its pages are freed, a new prompt is prefilled
+    into its place while rows 0 and 2 keep their caches; then all three decode on."""
+    decoder = decoders("llama", "paged")
+    tokens, lengths = pad_prompts(PROMPTS, "right")
+    cache = decoder.new_cache(3, 16, page_size=4)
+    logits, cache = decoder.prefill(tokens, cache, lengths)
+    sequences = [list(p) for p in PROMPTS]
+    for _ in range(3):
+        token = logits.argmax(-1).astype(np.int32)
+        for row, t in zip(sequences, token):
+            row.append(int(t))
+        logits, cache = decoder.decode(token[:, None], cache)
+    cache.release(1)
+    new_prompt = [3, 1, 4, 1, 5, 9]
+    only_row_1 = np.zeros((3, len(new_prompt)), np.int32)
+    only_row_1[1] = new_prompt
+    fresh, cache = decoder.prefill(only_row_1, cache, lengths=[0, len(new_prompt), 0])
+    logits[1] = np.asarray(fresh)[1]  # rows 0 and 2 wrote nothing: their next logits stand
+    sequences[1] = list(new_prompt)
+    steps = []
+    for _ in range(4):
+        token = logits.argmax(-1).astype(np.int32)
+        for row, t in zip(sequences, token):
+            row.append(int(t))
+        logits, cache = decoder.decode(token[:, None], cache)
+        steps.append(np.asarray(logits))
+    np.testing.assert_array_equal(cache.lengths, [len(s) for s in sequences])
+    padded, lengths = pad_prompts(sequences, "left")
+    start = (padded.shape[1] - lengths).astype(np.int32)
+    reference = jax.jit(jax_decoders.llama_logits, static_argnums=1)
+    want = np.asarray(reference(decoder.weights, decoder.cfg, padded, start))[:, -1]
+    np.testing.assert_allclose(steps[-1], want, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "paged"])
 def test_one_executable_for_every_batch_prompt_and_cache_length(decoders, layout):
     decoder = decoders("gpt2", layout)
