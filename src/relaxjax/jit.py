@@ -24,15 +24,18 @@ the caller instead, so the caller's fusion sees across the call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
 
 import relaxjax.runtime as runtime
 import relaxjax.runtime.cuda as cuda_runtime
 from relaxjax.backends.cuda import CudaTarget
 from relaxjax.dlpack import exportable
-from relaxjax.ir import IRModule
+from relaxjax.ir import IRModule, donated_params, with_donated
 from relaxjax.passes import lower_pipeline
 from relaxjax.schedule.replace import replace_kernel
 from relaxjax.tir import PrimFunc
@@ -66,11 +69,13 @@ class Jitted:
         inline: bool = False,
         cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
         library: bool = True,
+        donate_argnames: Sequence[str] = (),
     ) -> None:
         """``localns``: names visible where ``fn`` was decorated, for string annotations;
         ``inline``: called inside another trace, trace the body into it (see :func:`jit`);
         ``cuda_graphs``: the CUDA graph policy of ``target="cuda"``; ``library``: matmuls
-        in BLAS / cuBLAS (see :func:`jit`)."""
+        in BLAS / cuBLAS; ``donate_argnames``: the parameters whose arrays a call may
+        overwrite (see :func:`jit`)."""
         if not callable(fn):
             raise TypeError(f"relax.jit expects a function, got {type(fn).__name__}")
         if not isinstance(target, str):
@@ -84,6 +89,8 @@ class Jitted:
         self.library = bool(library)
         self._name = function_name(fn)
         self._signature = Signature(fn, self._name, static_argnames, localns)
+        self.donate_argnames = _donated_names(self._signature, self._name, donate_argnames)
+        self._entries: dict[Hashable, Traced] = {}
         self._traces: dict[Hashable, Traced] = {}
         self._executables: dict[Hashable, Callable[..., object]] = {}
         self._fast_path = FastPath(self._signature)
@@ -120,7 +127,25 @@ class Jitted:
         specs (``relax.Tensor``, arrays, objects with ``.shape``/``.dtype``) as you
         would give arguments. The graph function is named after the Python function.
         """
-        return self._trace(self._signature.plan_specs(specs, kwspecs)).module
+        return self._entry(self._signature.plan_specs(specs, kwspecs)).module
+
+    def _entry(self, plan: CallPlan) -> Traced:
+        """The trace run by a call (not by a caller's trace): its graph function may
+        overwrite the parameters the arguments of ``donate_argnames`` become."""
+        if not self.donate_argnames:
+            return self._trace(plan)
+        entry = self._entries.get(plan.key)
+        if entry is None:
+            traced = self._trace(plan)
+            positions, start = [], 0
+            for param in plan.params:
+                if param.name in self.donate_argnames:
+                    positions += range(start, start + len(param.leaves))
+                start += len(param.leaves)
+            function = with_donated(traced.module[traced.name], positions)  # type: ignore[arg-type]
+            module = traced.module.with_function(traced.name, function)
+            entry = self._entries[plan.key] = dataclasses.replace(traced, module=module)
+        return entry
 
     def lower(self, *specs: object, **kwspecs: object) -> IRModule:
         """The graph program with every op legalised to a loop-level kernel.
@@ -147,6 +172,7 @@ class Jitted:
             self.inline,
             self.cuda_graphs,
             self.library,
+            self.donate_argnames,
         )
         replaced._kernel_overrides = {**self._kernel_overrides, **dict(kernels)}
         return replaced
@@ -168,7 +194,7 @@ class Jitted:
         call path runs, for ``arch`` (``"sm_80"``, ``"sm_90"``; default: this machine's
         GPU, else sm_90). Specs as for :meth:`trace`. Needs no GPU (nor a cubin
         assembler). A parameter named ``arch`` must be given positionally."""
-        traced = self._trace(self._signature.plan_specs(specs, kwspecs))
+        traced = self._entry(self._signature.plan_specs(specs, kwspecs))
         mod = traced.module
         if self._kernel_overrides:
             mod = LOWER_PIPELINE(mod)
@@ -203,6 +229,8 @@ class Jitted:
                 self._fast[fast_key] = entry
             args = plan.flat_args
         executable, traced, bfloat16 = entry
+        if self.donate_argnames:
+            args = _writable_donations(args, traced)
         outputs = executable(*args)
         if bfloat16:  # numpy cannot export bfloat16 through DLPack: a view that can
             outputs = tuple(map(exportable, outputs))
@@ -211,7 +239,7 @@ class Jitted:
     def _executable(self, plan: CallPlan) -> tuple[Callable[..., object], Traced, bool]:
         """The executable for a planned call (compiled on first use), its trace, and
         whether it returns bfloat16 (outputs then made exportable)."""
-        traced = self._trace(plan)
+        traced = self._entry(plan)
         executable = self._executables.get(plan.key)
         if executable is None:
             executable = self._build(traced)
@@ -232,13 +260,49 @@ class Jitted:
             raise TypeError(f"{self._name}.profile() runs the function: call it outside a trace")
         plan = self._signature.plan_call(args, kwargs)
         executable, traced, bfloat16 = self._executable(plan)
-        profile = executable.profile(*plan.flat_args)  # type: ignore[attr-defined]
+        flat_args = plan.flat_args
+        if self.donate_argnames:
+            flat_args = _writable_donations(flat_args, traced)
+        profile = executable.profile(*flat_args)  # type: ignore[attr-defined]
         outputs = tuple(map(exportable, profile.outputs)) if bfloat16 else profile.outputs
         return profile.with_result(_unflatten_outputs(traced, outputs))
 
     def cache_size(self) -> int:
         """How many executables were compiled (one per distinct specialisation)."""
         return len(self._executables)
+
+
+def _donated_names(signature: Signature, name: str, names: Sequence[str]) -> tuple[str, ...]:
+    """``donate_argnames`` checked against the function's traced parameters."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    params = signature.signature.parameters
+    for arg in names:
+        if arg not in params or arg in signature.static_argnames:
+            raise ValueError(
+                f"relax.jit({name}): donate_argnames names {arg!r}, which is not a traced "
+                f"parameter of {name} (its parameters: {', '.join(params) or 'none'})"
+            )
+    return names
+
+
+def _writable_donations(args: Sequence[object], traced: Traced) -> Sequence[object]:
+    """The flat arguments, each donated one that is not a writable numpy array copied (the
+    program writes into donated arrays; another library's array is never overwritten)."""
+    donated = donated_params(traced.module[traced.name])  # type: ignore[arg-type]
+    copies = [i for i in donated if not _writable(args[i])]
+    if not copies:
+        return args
+    args = list(args)
+    for i in copies:
+        args[i] = np.array(args[i])
+    return args
+
+
+def _writable(arg: object) -> bool:
+    """Whether the program may write into ``arg`` (not an array: nothing to write)."""
+    if type(arg) is np.ndarray:
+        return arg.flags.writeable
+    return not hasattr(arg, "shape") or hasattr(arg, "__cuda_array_interface__")
 
 
 def _returns_bfloat16(traced: Traced) -> bool:
@@ -269,6 +333,7 @@ def jit(
     inline: bool = False,
     cuda_graphs: cuda_runtime.GraphPolicy | bool = True,
     library: bool = True,
+    donate_argnames: Sequence[str] | str = (),
 ) -> Jitted | Callable[[Callable[..., object]], Jitted]:
     """Compile ``fn`` for every value of its parameters' symbolic dims.
 
@@ -290,6 +355,14 @@ def jit(
     ``library`` (default True): float matmuls run in a tuned library, BLAS on the CPU
     and cuBLAS on the GPU, each a ``call_extern`` in the compiled program; with
     ``library=False`` they are generated kernels like every other op.
+
+    ``donate_argnames``, as in jax: the arrays passed for these parameters are given to
+    the call, which may overwrite them, so that an update of one (``.at[].set``,
+    ``lax.dynamic_update_slice``: a KV cache written at one position) happens in place
+    and is returned without a copy. Read a donated array only through what the call
+    returns. An argument that is not a writable numpy array (a jax array, a read-only
+    view) is copied first and never overwritten. Inside another trace donation has no
+    effect (the caller's program owns its values).
     """
     if fn is None:
         return functools.partial(
@@ -299,8 +372,18 @@ def jit(
             inline=inline,
             cuda_graphs=cuda_graphs,
             library=library,
+            donate_argnames=donate_argnames,
         )
-    return Jitted(fn, target, static_argnames, _caller_locals(), inline, cuda_graphs, library)
+    return Jitted(
+        fn,
+        target,
+        static_argnames,
+        _caller_locals(),
+        inline,
+        cuda_graphs,
+        library,
+        donate_argnames,
+    )
 
 
 def _caller_locals() -> dict[str, object]:

@@ -28,6 +28,7 @@ from relaxjax.ir.control import (
     deduce_control,
     donated_params,
     is_control_call,
+    with_donated,
 )
 from relaxjax.ir.infer import InferContext
 from relaxjax.ir.layout import Layout, row_major
@@ -118,6 +119,7 @@ __all__ = [
     "control_regions",
     "deduce_control",
     "donated_params",
+    "with_donated",
     "is_control_call",
     "CallTIRInplaceAttrs",
     "call_tir_inplace",

@@ -46,7 +46,7 @@ positions, and in-place updates such as ``dynamic_update_slice`` may reuse them)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from relaxjax import arith, dtypes
@@ -78,6 +78,7 @@ __all__ = [
     "control_regions",
     "deduce_control",
     "donated_params",
+    "with_donated",
     "is_control_call",
 ]
 
@@ -499,3 +500,14 @@ def donated_params(function: Function) -> frozenset[int]:
     """The positions of the parameters ``function`` may overwrite (see the module doc)."""
     value = function.attrs_dict.get(DONATED, ())
     return frozenset(value) if isinstance(value, tuple) else frozenset()
+
+
+def with_donated(function: Function, positions: Iterable[int]) -> Function:
+    """``function`` allowed to overwrite the parameters at ``positions`` as well: a loop
+    body's carries, or the arguments an entry function's caller donates
+    (``relax.jit(..., donate_argnames=...)``)."""
+    donated = tuple(sorted(donated_params(function) | set(positions)))
+    if any(not 0 <= p < len(function.params) for p in donated):
+        raise ValueError(f"{function.name} has {len(function.params)} parameters, got {donated}")
+    attrs = {**function.attrs_dict, DONATED: donated}
+    return Function(function.params, function.body, function.ret_info, function.name, attrs)

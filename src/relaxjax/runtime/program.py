@@ -73,6 +73,7 @@ from relaxjax.ir import (
     TupleGetItem,
     TupleInfo,
     Var,
+    donated_params,
     is_control_call,
     is_view_call,
 )
@@ -835,11 +836,15 @@ class ProgramWriter:
     def _emit_return(self, outputs: Sequence[Value]) -> None:
         refs = []
         seen: set[Storage] = set()
+        donated = donated_params(self.function)
         for value in outputs:
             ref = self._array_code(value)
             # an argument or a constant returned as is, or memory another result already
-            # holds (a view and its base, the same value twice): the caller gets a copy
-            own = value.storage.kind in ("kernel", "call") and value.storage not in seen
+            # holds (a view and its base, the same value twice): the caller gets a copy;
+            # a donated argument (relax.jit's donate_argnames) is the caller's to give
+            storage = value.storage
+            given = storage.kind == "param" and storage.index in donated and value.view is None
+            own = (storage.kind in ("kernel", "call") or given) and storage not in seen
             seen.add(value.storage)
             refs.append(ref if own else f"{ref}.copy()")
         self.writer.line("return (" + "".join(f"{r}, " for r in refs) + ")")

@@ -370,3 +370,41 @@ def test_half_elementwise_and_rows_on_the_gpu(dtype):
         )
         np.testing.assert_array_equal(np.asarray(z), wide * 0.5)
     assert f.cache_size() == 1
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "paged"])
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_kv_cache_decoding_on_the_gpu_matches_the_cpu(arch, layout):
+    """examples/kv_cache.py: prefill a ragged batch and decode 6 tokens on the GPU; logits
+    as the CPU's, the cache stays on the device and is written in place."""
+    sys.path.insert(0, str(Path(__file__).parents[3] / "examples"))
+    from decoders import GPT2Config, LlamaConfig, random_weights
+    from kv_cache import Decoder, pad_prompts
+
+    if arch == "gpt2":
+        cfg = GPT2Config(vocab=97, context=64, width=64, layers=2, heads=4)
+    else:
+        cfg = LlamaConfig(vocab=97, context=64, width=64, layers=2, heads=4, kv_heads=2, hidden=96)
+    weights = {k: v * (10 if v.ndim == 2 else 1) for k, v in random_weights(cfg).items()}
+    prompts = [[5, 17, 3, 88, 41], [9, 2], [60, 61, 62, 7, 7, 30, 1]]
+    tokens, lengths = pad_prompts(prompts, "left" if layout == "contiguous" else "right")
+    runs, chosen = {}, []
+    for target in ("llvm", "cuda"):  # the GPU is fed the tokens the CPU chose
+        decoder = Decoder(cfg, weights, layout, target)
+        cache = decoder.new_cache(len(prompts), 16, page_size=4)
+        logits, cache = decoder.prefill(tokens, cache, lengths)
+        steps = [np.asarray(logits)]
+        for step in range(6):
+            if target == "llvm":
+                chosen.append(steps[-1].argmax(-1).astype(np.int32))
+            pointer = getattr(cache.k[0], "__cuda_array_interface__", {}).get("data", (None,))[0]
+            logits, cache = decoder.decode(chosen[step][:, None], cache)
+            if target == "cuda":
+                assert isinstance(cache.k[0], DeviceArray)
+                after = cache.k[0].__cuda_array_interface__["data"][0]
+                assert pointer is None or after == pointer  # written in place on the device
+            steps.append(np.asarray(logits))
+        runs[target] = np.stack(steps)
+        assert decoder.prefill_fn.cache_size() == 1 and decoder.decode_fn.cache_size() == 1
+    assert np.ptp(runs["llvm"]) > 1
+    np.testing.assert_allclose(runs["cuda"], runs["llvm"], rtol=1e-3, atol=1e-3)
