@@ -102,10 +102,14 @@ class AttentionPlan:
         ) + partials * dtypes.itemsize(logit)
 
 
+#: Threads per query row, at most (``ROWS * MOST_SPLIT`` threads a block).
+MOST_SPLIT = 8
+
+
 def _threads_per_row(width: int) -> int:
     """The largest power of two that divides ``width``, at most ``width // 16`` (about 16
-    columns a thread) and 32 (a warp); 1 for narrow heads."""
-    most = max(1, min(32, width // 16))
+    columns a thread) and ``MOST_SPLIT``; 1 for narrow heads."""
+    most = max(1, min(MOST_SPLIT, width // 16))
     size = 1
     while size * 2 <= most and width % (size * 2) == 0:
         size *= 2
