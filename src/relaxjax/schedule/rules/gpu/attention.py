@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial as partial_fn
 
 from relaxjax import arith, dtypes, tir
 from relaxjax.arith import Dim
@@ -62,9 +63,20 @@ from relaxjax.ops.kernel import convert
 from relaxjax.ops.reduction import accumulator_dtype
 from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
-from relaxjax.tir import Allocate, Buffer, BufferStore, For, IfThenElse, PrimExpr, PrimFunc, Stmt
+from relaxjax.tir import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    For,
+    IfThenElse,
+    LetStmt,
+    PrimExpr,
+    PrimFunc,
+    Stmt,
+)
 from relaxjax.tir import seq as tir_seq
 from relaxjax.tir.expr import as_expr
+from relaxjax.tir.functor import StmtMutator, substitute
 
 __all__ = ["ROWS", "AttentionPlan", "attention_plan", "attention_rule"]
 
@@ -146,16 +158,53 @@ class _Loops:
         kind: str = "serial",
         tag: str | None = None,
     ) -> For:
+        var = self.fresh(name)
+        return For(var, 0, extent, kind, body(var), thread_tag=tag)
+
+    def fresh(self, name: str) -> arith.Sym:
         count = self.taken.get(name, 0)
         self.taken[name] = count + 1
-        var = arith.sym(name if count == 0 else f"{name}_{count}")
-        return For(var, 0, extent, kind, body(var), thread_tag=tag)
+        return arith.sym(name if count == 0 else f"{name}_{count}")
+
+    def let(self, name: str, value: Dim, body: Callable[[arith.Sym], Stmt]) -> Stmt:
+        """``body`` with ``value`` bound to a variable: computed once, where the unrolled
+        accesses of a thread would repeat it (only read indices use one: the launch
+        checks see a let as any value)."""
+        var = self.fresh(name)
+        return LetStmt(var, as_expr(value), body(var))
+
+    def lets(self, values: dict[str, Dim], body: Callable[..., Stmt]) -> Stmt:
+        """``body(**bound)`` with each of ``values`` bound by :meth:`let`."""
+
+        def bind(names: list[str], bound: dict[str, Dim]) -> Stmt:
+            if not names:
+                return body(**bound)
+            name = names[0]
+            return self.let(name, values[name], lambda v: bind(names[1:], {**bound, name: v}))
+
+        return bind(list(values), {})
 
     def threads(self, count: int, body: Callable[[arith.Sym], Stmt]) -> For:
         return self("tx", count, body, "thread_binding", "threadIdx.x")
 
     def unrolled(self, name: str, extent: int, body: Callable[[arith.Sym], Stmt]) -> For:
         return self(name, extent, body, "unrolled")
+
+
+class _Unroll(StmtMutator):
+    """Every ``unrolled`` loop of constant range as a copy of its body per value, the
+    value substituted: the indices of register arrays and the offsets into the shared
+    tiles become constants before code generation (rather than index arithmetic that
+    the GPU compiler folds, emitted thousands of times)."""
+
+    def visit_For(self, stmt: For) -> Stmt:
+        node = super().visit_For(stmt)
+        if not (node.kind == "unrolled" and isinstance(node.extent, int)):
+            return node
+        if not isinstance(node.start, int):
+            return node
+        values = range(node.start, node.start + node.extent)
+        return tir_seq(*(substitute(node.body, {node.var: value}) for value in values))
 
 
 def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFunc:
@@ -199,8 +248,11 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
         kv = arith.floordiv(n, groups) if groups != 1 else n
         keys = arith.min_(source, t0 + rows) if skip else source
 
+        def lane_of(tx: Dim) -> Dim:
+            return arith.mod(tx, R) if R > 1 else 0
+
         def column(tx: Dim, c: Dim) -> Dim:
-            return c * R + arith.mod(tx, R) if R > 1 else c
+            return c * R + lane_of(tx)
 
         def row_of(tx: Dim) -> Dim:
             return arith.floordiv(tx, R) if R > 1 else tx
@@ -209,14 +261,17 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
             return as_expr(row_of(tx)) < as_expr(rows)
 
         def init(tx: arith.Sym) -> Stmt:
-            t = t0 + row_of(tx)
-            load_q = loop.unrolled(
-                "c",
-                C,
-                lambda c: BufferStore(
-                    q, convert(read4(query, b, t, n, column(tx, c)), logit), (tx, c)
-                ),
-            )
+            def load(b: Dim, n: Dim, t: Dim, lane: Dim) -> Stmt:
+                return loop.unrolled(
+                    "c",
+                    C,
+                    lambda c: BufferStore(
+                        q, convert(read4(query, b, t, n, c * R + lane), logit), (tx, c)
+                    ),
+                )
+
+            values = {"b": b, "n": n, "t": t0 + row_of(tx), "lane": lane_of(tx)}
+            load_q = loop.lets(values, load)
             zero_q = loop.unrolled("c", C, lambda c: BufferStore(q, as_expr(0, logit), (tx, c)))
             return tir_seq(
                 BufferStore(m, as_expr(-math.inf, "float32"), (tx,)),
@@ -249,13 +304,16 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                 return loop.unrolled("e", loads, one) if loads <= 64 else loop("e", loads, one)
 
             def partial(tx: arith.Sym) -> Stmt:
+                return loop.let("lane", lane_of(tx), lambda lane: partial_at(tx, lane))
+
+            def partial_at(tx: arith.Sym, lane: Dim) -> Stmt:
                 def term(c: arith.Sym) -> Stmt:
                     return loop.unrolled(
                         "j",
                         KEYS_,
                         lambda j: BufferStore(
                             dots,
-                            dots[tx, j] + q[tx, c] * k_s[j * width + column(tx, c)],
+                            dots[tx, j] + q[tx, c] * k_s[j * width + c * R + lane],
                             (tx, j),
                         ),
                     )
@@ -286,15 +344,20 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                 return loop.unrolled("j", KEYS_, one)
 
             def update(tx: arith.Sym) -> Stmt:
-                t = t0 + row_of(tx)
+                values = {"t": t0 + row_of(tx), "b": b, "n": n, "lane": lane_of(tx)}
+                return IfThenElse(
+                    in_rows(tx),
+                    loop.lets({**values, "left": source - s0}, partial_fn(update_at, tx)),
+                )
 
+            def update_at(tx: arith.Sym, t: Dim, b: Dim, n: Dim, lane: Dim, left: Dim) -> Stmt:
                 def logits(j: arith.Sym) -> Stmt:
                     value_ = masked_logit(
                         by_name, form, full, dots[tx, j] * scale, (b, n, t, s0 + j),
                         logit, form.large_negative,
                     )  # fmt: skip
                     return IfThenElse(
-                        as_expr(s0 + j) < as_expr(source),
+                        as_expr(j) < as_expr(left),
                         BufferStore(probs, convert(value_, "float32"), (tx, j)),
                         BufferStore(probs, as_expr(-math.inf, "float32"), (tx, j)),
                     )
@@ -313,11 +376,11 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                         "c",
                         C,
                         lambda c: BufferStore(
-                            acc, acc[tx, c] + p * v_s[j * width + column(tx, c)], (tx, c)
+                            acc, acc[tx, c] + p * v_s[j * width + c * R + lane], (tx, c)
                         ),
                     )
 
-                body = tir_seq(
+                return tir_seq(
                     loop.unrolled("j", KEYS_, logits),
                     BufferStore(top, m[tx], (tx,)),
                     loop.unrolled(
@@ -337,7 +400,6 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                     BufferStore(m, top[tx], (tx,)),
                     loop.unrolled("j", KEYS_, weighted),
                 )
-                return IfThenElse(in_rows(tx), body)
 
             stages = [loop.threads(threads, load), loop.threads(threads, partial)]
             if R > 1:
@@ -395,4 +457,5 @@ def attention_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     plan = attention_plan(query.shape[-1], form.logit, work, params)
     if plan is None:
         return None
-    return finish_gpu(_kernel(func, form, plan), params.limits)
+    done = finish_gpu(_kernel(func, form, plan), params.limits)
+    return done.with_body(_Unroll().visit_stmt(done.body))
