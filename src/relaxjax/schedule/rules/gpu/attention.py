@@ -8,31 +8,33 @@ form from the form and the kernel's buffers, in the loop form of a scheduled ker
 (thread loops, shared and local buffers), and finishes it like every GPU rule
 (:func:`relaxjax.schedule.gpu.finish_gpu`: launches, per-thread registers, barriers,
 checks). One block per (batch x head, ``ROWS`` query rows); ``R`` threads per query
-row (``threads = ROWS * R``), each owning ``C = H / R`` columns of the head dim,
-interleaved (column ``c * R + r``), so that neighbouring lanes read neighbouring
-words of shared memory::
+row (``threads = ROWS * R``), each owning ``C = H / R`` contiguous columns of the head
+dim (``r * C + c``: a thread's reads of a shared row merge into 128-bit loads, and the
+rows of a warp read the same words, a broadcast; 16-bit types interleave them, see
+:class:`AttentionPlan`)::
 
     for blk in thread_binding(B * N * ceil(T / ROWS), thread="blockIdx.x"):
         # row = tx // R, r = tx % R, t = t0 + row; q, acc: C registers; m, l: the row's
-        q[c] = query[b, t, n, c * R + r]; m = -inf; l = 0; acc[:] = 0
+        q[c] = query[b, t, n, r * C + c]; m = -inf; l = 0; acc[:] = 0
         for st in range(ceil(keys / KEYS)):          # causal: no tile after the last row
             K_s[j, h], V_s[j, h] = key/value[b, s0 + j, n // G, h]   # all threads, coalesced,
                                                                      # zero past the end
             syncthreads()
-            dots[j] = sum_c q[c] * K_s[j, c * R + r]       # the thread's share of the row's
+            dots[j] = sum_c q[c] * K_s[j, r * C + c]       # the thread's share of the row's
             P_s[tx, j] = dots[j]; syncthreads()            # logits, summed over the R threads
             dots[j] = sum_r' P_s[row * R + r', j]          # (through shared memory)
             p[j] = logit(dots[j] * scale, bias, mask, causal)   or -inf past the end
             top = max(m, max_j p[j]); alpha = exp(m - top); p[j] = exp(p[j] - top)
-            l = l * alpha + sum_j p[j]; acc[c] = acc[c] * alpha + sum_j p[j] * V_s[j, c * R + r]
+            l = l * alpha + sum_j p[j]; acc[c] = acc[c] * alpha + sum_j p[j] * V_s[j, r * C + c]
             m = top; syncthreads()
-        out[b, t, n, c * R + r] = acc[c] / l
+        out[b, t, n, r * C + c] = acc[c] / l
 
-The loops over ``j`` (``KEYS`` keys) and ``c`` are unrolled, so that ``q``, ``acc``,
-``dots`` and ``p`` live in registers. Rows past the end (``t >= T``) load nothing and
-store nothing; they take part in the barriers. The numerics are the CPU kernel's
-(logits in ``promote(dtype, float32)``, the softmax in float32, the weighted sum in
-the accumulation dtype): only the order of the sums differs.
+The loops over ``j`` (``KEYS`` keys) and ``c`` are unrolled (expanded with constant
+indices after ``finish_gpu``), so that ``q``, ``acc``, ``dots`` and ``p`` live in
+registers. Rows past the end (``t >= T``) load nothing and store nothing; they take
+part in the barriers. The numerics are the CPU kernel's (logits in
+``promote(dtype, float32)``, the softmax in float32, the weighted sum in the
+accumulation dtype): only the order of the sums differs.
 
 The rule applies when the head dim ``H`` is a constant, ``C <= 64`` and the tiles fit
 in the static shared memory (``KEYS`` is halved down to 8 until they do); other
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial as partial_fn
 
 from relaxjax import arith, dtypes, tir
@@ -91,16 +93,23 @@ MOST_COLUMNS = 64
 @dataclass(frozen=True, slots=True)
 class AttentionPlan:
     """The sizes of one GPU attention kernel: ``R`` threads per row, ``C`` columns per
-    thread, ``keys`` per tile (``threads = ROWS * R`` per block)."""
+    thread, ``keys`` per tile (``threads = ROWS * R`` per block); a thread's columns
+    are ``r * C + c`` when ``contiguous``, else ``c * R + r`` (interleaved: 16-bit
+    outputs, whose merged stores libnvvm 13.0 rejects with "unsupported operation")."""
 
     R: int
     C: int
     keys: int
+    contiguous: bool = True
 
     @classmethod
     def of(cls, width: int, keys: int) -> AttentionPlan:
         rows = _threads_per_row(width)
         return cls(rows, width // rows, keys)
+
+    def column(self, lane: Dim, c: Dim) -> Dim:
+        """The column of the head dim that thread ``lane`` of a row holds as its ``c``-th."""
+        return lane * self.C + c if self.contiguous else c * self.R + lane
 
     @property
     def threads(self) -> int:
@@ -252,7 +261,7 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
             return arith.mod(tx, R) if R > 1 else 0
 
         def column(tx: Dim, c: Dim) -> Dim:
-            return c * R + lane_of(tx)
+            return plan.column(lane_of(tx), c)
 
         def row_of(tx: Dim) -> Dim:
             return arith.floordiv(tx, R) if R > 1 else tx
@@ -266,7 +275,7 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                     "c",
                     C,
                     lambda c: BufferStore(
-                        q, convert(read4(query, b, t, n, c * R + lane), logit), (tx, c)
+                        q, convert(read4(query, b, t, n, plan.column(lane, c)), logit), (tx, c)
                     ),
                 )
 
@@ -313,7 +322,7 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                         KEYS_,
                         lambda j: BufferStore(
                             dots,
-                            dots[tx, j] + q[tx, c] * k_s[j * width + c * R + lane],
+                            dots[tx, j] + q[tx, c] * k_s[j * width + plan.column(lane, c)],
                             (tx, j),
                         ),
                     )
@@ -376,7 +385,7 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
                         "c",
                         C,
                         lambda c: BufferStore(
-                            acc, acc[tx, c] + p * v_s[j * width + c * R + lane], (tx, c)
+                            acc, acc[tx, c] + p * v_s[j * width + plan.column(lane, c)], (tx, c)
                         ),
                     )
 
@@ -457,5 +466,6 @@ def attention_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     plan = attention_plan(query.shape[-1], form.logit, work, params)
     if plan is None:
         return None
+    plan = replace(plan, contiguous=dtypes.itemsize(key.dtype) >= 4)
     done = finish_gpu(_kernel(func, form, plan), params.limits)
     return done.with_body(_Unroll().visit_stmt(done.body))
