@@ -9,6 +9,9 @@ float32 and float16, and the three ways a row is split over threads (R = 1, 2, 4
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
@@ -204,3 +207,28 @@ def test_other_kernels_and_symbolic_head_dims_are_left_to_the_next_rules():
         .values()
     )
     assert attention_rule(other) is None
+
+
+def test_no_kernel_of_the_gpt2_block_falls_back():
+    """GPT-2 small (d=768, 12 heads of 64): attention takes its rule, and the reshape to
+    heads (a leading axis of 1, ``(1, t, 12, 64)``) the injective one."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
+    from models import gpt_block
+
+    mod = _gpu_module(gpt_block(768, 12, 3072).trace())
+    rules = {name: dict(k.attrs)[RULE_ATTR] for name, k in mod.kernels().items()}
+    assert rules["dot_product_attention"] == "attention"
+    assert "fallback" not in rules.values(), rules
+
+
+def test_a_reshape_with_a_leading_unit_axis_is_injective_and_exact():
+    f = relax.jit(lambda x: x.reshape(1, x.shape[0], 3, 16))
+    mod = _gpu_module(f.trace(relax.Tensor(("n", 48), "float32")))
+    (kernel,) = mod.kernels().values()
+    assert dict(kernel.attrs)[RULE_ATTR] == "injective"
+    assert 'thread_binding(240, thread="threadIdx.x")' in str(kernel)  # 5 rows of 48
+    exe = build_executable(mod, target="reference")
+    for n in (0, 1, 7, 33):
+        x = np.random.default_rng(n).standard_normal((n, 48)).astype(np.float32)
+        (ours,) = exe(x)
+        np.testing.assert_array_equal(ours, x.reshape(1, n, 3, 16))
