@@ -176,8 +176,10 @@ def test_the_kernel_stages_tiles_in_shared_memory_with_barriers():
     assert 'with allocate((1, 16), "float32", scope="local") as acc:' in text
     assert text.count("syncthreads()") == 3
     # causal: the key tiles end at the block's last row
-    tiles = "for st in range((min((blk % ((d1 + 31) // 32)) * 32 + 32, d1, d2) + 31) // 32):"
-    assert tiles in text
+    # a block per (batch x head, 32 query rows): the tile count needs no division
+    assert 'for bh in thread_binding(d0 * 12, thread="blockIdx.y"):' in text
+    assert 'for qt in thread_binding((d1 + 31) // 32, thread="blockIdx.x"):' in text
+    assert "for st in range((min(d1, d2, qt * 32 + 32) + 31) // 32):" in text
 
 
 def test_the_plan_splits_rows_by_the_head_dim():

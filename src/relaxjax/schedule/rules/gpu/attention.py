@@ -13,19 +13,20 @@ dim (``r * C + c``: a thread's reads of a shared row merge into 128-bit loads, a
 rows of a warp read the same words, a broadcast; 16-bit types interleave them, see
 :class:`AttentionPlan`)::
 
-    for blk in thread_binding(B * N * ceil(T / ROWS), thread="blockIdx.x"):
+    for bh in thread_binding(B * N, thread="blockIdx.y"):          # b = bh // N, n = bh % N
+      for qt in thread_binding(ceil(T / ROWS), thread="blockIdx.x"):   # t0 = qt * ROWS
         # row = tx // R, r = tx % R, t = t0 + row; q, acc: C registers; m, l: the row's
         q[c] = query[b, t, n, r * C + c]; m = -inf; l = 0; acc[:] = 0
-        for st in range(ceil(keys / KEYS)):          # causal: no tile after the last row
-            K_s[j, h], V_s[j, h] = key/value[b, s0 + j, n // G, h]   # all threads, coalesced,
-                                                                     # zero past the end
-            syncthreads()
+        for st in range(ceil(keys / KEYS)):        # causal: no tile after the last row
+            K_s[j, h], V_s[j, h] = key/value[b, s0 + j, n // G, h]   # all threads,
+            syncthreads()                                  # coalesced, zero past the end
             dots[j] = sum_c q[c] * K_s[j, r * C + c]       # the thread's share of the row's
             P_s[tx, j] = dots[j]; syncthreads()            # logits, summed over the R threads
             dots[j] = sum_r' P_s[row * R + r', j]          # (through shared memory)
             p[j] = logit(dots[j] * scale, bias, mask, causal)   or -inf past the end
             top = max(m, max_j p[j]); alpha = exp(m - top); p[j] = exp(p[j] - top)
-            l = l * alpha + sum_j p[j]; acc[c] = acc[c] * alpha + sum_j p[j] * V_s[j, r * C + c]
+            l = l * alpha + sum_j p[j]
+            acc[c] = acc[c] * alpha + sum_j p[j] * V_s[j, r * C + c]
             m = top; syncthreads()
         out[b, t, n, r * C + c] = acc[c] / l
 
@@ -249,10 +250,11 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
     psum = Buffer("psum", (threads,), "float32", scope="local")
     alphas = Buffer("alpha", (threads,), "float32", scope="local")
 
-    def block_body(blk: arith.Sym) -> Stmt:
-        b = arith.floordiv(blk, task_divisor(heads * q_tiles))
-        n = arith.mod(arith.floordiv(blk, task_divisor(q_tiles)), task_divisor(heads))
-        t0 = arith.mod(blk, task_divisor(q_tiles)) * ROWS
+    def block_body(bh: arith.Sym, qt: arith.Sym) -> Stmt:
+        # (no division by the symbolic tile count: every load and store computes b and n)
+        b = arith.floordiv(bh, task_divisor(heads))
+        n = arith.mod(bh, task_divisor(heads))
+        t0 = qt * ROWS
         rows = arith.min_(ROWS, target - t0)
         kv = arith.floordiv(n, groups) if groups != 1 else n
         keys = arith.min_(source, t0 + rows) if skip else source
@@ -450,7 +452,10 @@ def _kernel(func: PrimFunc, form: AttentionForm, plan: AttentionPlan) -> PrimFun
             body = Allocate(buffer, body)
         return body
 
-    nest = loop("blk", batch * heads * q_tiles, block_body, "thread_binding", "blockIdx.x")
+    def tiles(bh: arith.Sym) -> Stmt:
+        return loop("qt", q_tiles, partial_fn(block_body, bh), "thread_binding", "blockIdx.x")
+
+    nest = loop("bh", batch * heads, tiles, "thread_binding", "blockIdx.y")
     return PrimFunc(func.name, func.params, nest, func.num_outputs, func.scalar_params, func.attrs)
 
 
