@@ -9,7 +9,7 @@ installed, else the test binding of tests/backends/cuda/binding.py) and assemble
 ptxas (relaxjax[cuda]). One line per launch entry: the kernel, the rule that scheduled
 it, registers per thread, spill stores/loads and stack bytes, static shared memory.
 Kernels a GPU rule cannot take run on the host and are listed as such. Exits 1 when an
-entry of the injective/reduction rules (or the test binding) spills.
+entry of the injective/reduction/attention rules (or the test binding) spills.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from relaxjax.backends.cuda import CudaTarget  # noqa: E402
 from relaxjax.runtime.cuda import compile_program, gpu_schedule, set_gpu_schedule  # noqa: E402
 
 #: Rules whose kernels must not spill (issue 12); the others are reported.
-NO_SPILLS = {"test_binding", "injective", "reduction"}
+NO_SPILLS = {"test_binding", "injective", "reduction", "attention"}
 
 
 def programs(d: int, with_ops: bool) -> list[tuple[str, object]]:

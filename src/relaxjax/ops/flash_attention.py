@@ -31,13 +31,17 @@ since every causal row attends to key 0. Grouped-query heads read key/value head
 
 The loops carry the CPU loop kind as the annotation ``cpu_kind`` (``parallel`` over
 the tasks, ``vectorized`` over the key tile and the head dim); the schedule rule
-:func:`relaxjax.schedule.rules.annotated.annotated_rule` applies them.
+:func:`relaxjax.schedule.rules.annotated.annotated_rule` applies them. The kernel also
+carries the op itself as the attr ``flash_attention`` (:class:`AttentionForm`), from
+which a target with its own form of the algorithm rebuilds it (the GPU rule
+:mod:`relaxjax.schedule.rules.gpu.attention`); the helpers below serve both forms.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from relaxjax import arith, tir
 from relaxjax.ir import StructInfo
@@ -48,7 +52,21 @@ from relaxjax.tir import Allocate, Buffer, BufferStore, For, IfThenElse, PrimExp
 from relaxjax.tir import seq as tir_seq
 from relaxjax.tir.expr import as_expr
 
-__all__ = ["CPU_KIND", "TILE_Q", "TILE_S", "flash_attention_kernel"]
+__all__ = [
+    "CPU_KIND",
+    "FORM_ATTR",
+    "TILE_Q",
+    "TILE_S",
+    "AttentionForm",
+    "attention_form",
+    "ceil_div",
+    "flash_attention_kernel",
+    "logit_scale",
+    "masked_logit",
+    "read4",
+    "task_divisor",
+    "write_index",
+]
 
 Dim = arith.Dim
 
@@ -58,6 +76,39 @@ TILE_S = 64
 
 #: The loop annotation naming the kind a CPU schedule gives the loop.
 CPU_KIND = "cpu_kind"
+
+#: The kernel attr holding the op's :class:`AttentionForm`.
+FORM_ATTR = "flash_attention"
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionForm:
+    """What a kernel of the op computes, beyond its buffers: the operand ``names``
+    (``query, key, value``, then ``bias`` and ``mask`` when given), ``is_causal``, the
+    logit ``scale`` (None: ``1/sqrt(H)``), the logits' dtype ``logit`` and the masked
+    logit ``large_negative``."""
+
+    names: tuple[str, ...]
+    is_causal: bool
+    scale: float | None
+    logit: str
+    large_negative: float
+
+    def to_attr(self) -> tuple:
+        """The form as a kernel attr value (scalars and tuples)."""
+        scale = () if self.scale is None else (float(self.scale),)
+        return (self.names, self.is_causal, scale, self.logit, self.large_negative)
+
+    @classmethod
+    def from_attr(cls, value: tuple) -> AttentionForm:
+        names, is_causal, scale, logit, large_negative = value
+        return cls(tuple(names), is_causal, scale[0] if scale else None, logit, large_negative)
+
+
+def attention_form(func: PrimFunc) -> AttentionForm | None:
+    """The form a kernel of :func:`flash_attention_kernel` carries; None for others."""
+    value = dict(func.attrs).get(FORM_ATTR)
+    return None if value is None else AttentionForm.from_attr(value)
 
 
 class _Loops:
@@ -79,7 +130,8 @@ class _Loops:
         return For(var, 0, extent, "serial", body(var), annotations)
 
 
-def _scale(attrs, width: Dim, logit: str) -> PrimExpr:
+def logit_scale(attrs, width: Dim, logit: str) -> PrimExpr:
+    """The logit scale of ``attrs`` (its ``scale``, else ``1/sqrt(width)``) in ``logit``."""
     if attrs.scale is not None:
         return as_expr(attrs.scale, logit)
     if isinstance(width, int):
@@ -87,13 +139,14 @@ def _scale(attrs, width: Dim, logit: str) -> PrimExpr:
     return convert(1.0 / tir.sqrt(convert(as_expr(width), "float64")), logit)
 
 
-def _divisor(dim: Dim) -> Dim:
+def task_divisor(dim: Dim) -> Dim:
     """``dim`` as the divisor of a task index: a constant 0 means no task runs (any
     divisor will do, and arith refuses a division by 0)."""
     return 1 if isinstance(dim, int) and dim == 0 else dim
 
 
-def _ceil_div(a: Dim, b: int) -> Dim:
+def ceil_div(a: Dim, b: int) -> Dim:
+    """``ceil(a / b)``."""
     return arith.floordiv(a + (b - 1), b)
 
 
@@ -116,9 +169,9 @@ def flash_attention_kernel(
     source, kv_heads = ((1,) * (4 - key.ndim) + tuple(key.shape))[1:3]
     groups = nonzero_floordiv(heads, kv_heads)
     full = (batch, heads, target, source)
-    scale = _scale(attrs, width, logit)
+    scale = logit_scale(attrs, width, logit)
     skip = attrs.is_causal and "mask" not in by_name
-    q_tiles = _ceil_div(target, TILE_Q)
+    q_tiles = ceil_div(target, TILE_Q)
     out = Buffer("dot_product_attention", tuple(query.shape), dtype)
 
     m = Buffer("m", (TILE_Q,), "float32", scope="local")
@@ -130,14 +183,10 @@ def flash_attention_kernel(
     top = Buffer("top", (1,), "float32", scope="local")
     psum = Buffer("psum", (1,), "float32", scope="local")
 
-    def read(tensor, b, s_or_t, n, h) -> PrimExpr:
-        indices = (b, s_or_t, n, h)
-        return tensor[tuple(indices[4 - tensor.ndim :])]
-
     def task_body(task: arith.Sym) -> Stmt:
-        b = arith.floordiv(task, _divisor(heads * q_tiles))
-        n = arith.mod(arith.floordiv(task, _divisor(q_tiles)), _divisor(heads))
-        t0 = arith.mod(task, _divisor(q_tiles)) * TILE_Q
+        b = arith.floordiv(task, task_divisor(heads * q_tiles))
+        n = arith.mod(arith.floordiv(task, task_divisor(q_tiles)), task_divisor(heads))
+        t0 = arith.mod(task, task_divisor(q_tiles)) * TILE_Q
         rows = arith.min_(TILE_Q, target - t0)
         kv = arith.floordiv(n, groups) if groups != 1 else n
         keys = arith.min_(source, t0 + rows) if skip else source
@@ -162,7 +211,7 @@ def flash_attention_kernel(
                         "j0",
                         cols,
                         lambda j: BufferStore(
-                            kt, convert(read(key, b, s0 + j, kv, h), logit), (h, j)
+                            kt, convert(read4(key, b, s0 + j, kv, h), logit), (h, j)
                         ),
                         "vectorized",
                     )
@@ -174,7 +223,7 @@ def flash_attention_kernel(
                 def dot(h: arith.Sym) -> Stmt:
                     # every row of the task at once: 16 x 4 independent vector sums
                     def row(i: arith.Sym) -> Stmt:
-                        q_h = convert(read(query, b, t0 + i, n, h), logit)
+                        q_h = convert(read4(query, b, t0 + i, n, h), logit)
                         return _loop(
                             "j2",
                             cols,
@@ -188,23 +237,10 @@ def flash_attention_kernel(
                     t = t0 + i
 
                     def logits(j: arith.Sym) -> Stmt:
-                        s = s0 + j
-                        value_ = dots[i, j] * scale
-                        indices = (b, n, t, s)
-                        if "bias" in by_name:
-                            bias = by_name["bias"]
-                            value_ = value_ + convert(
-                                bias[broadcast_indices(bias.shape, full, indices)], logit
-                            )
-                        keep = None
-                        if "mask" in by_name:
-                            mask = by_name["mask"]
-                            keep = mask[broadcast_indices(mask.shape, full, indices)]
-                        if attrs.is_causal:
-                            causal = as_expr(s) <= as_expr(t)
-                            keep = causal if keep is None else keep & causal
-                        if keep is not None:
-                            value_ = tir.select(keep, value_, as_expr(large_negative, logit))
+                        value_ = masked_logit(
+                            by_name, attrs, full, dots[i, j] * scale, (b, n, t, s0 + j),
+                            logit, large_negative,
+                        )  # fmt: skip
                         return BufferStore(probs, convert(value_, "float32"), (i, j))
 
                     def peak(j: arith.Sym) -> Stmt:
@@ -242,7 +278,7 @@ def flash_attention_kernel(
                             width,
                             lambda h: BufferStore(
                                 acc,
-                                acc[i, h] + p * convert(read(value, b, s0 + j, kv, h), work),
+                                acc[i, h] + p * convert(read4(value, b, s0 + j, kv, h), work),
                                 (i, h),
                             ),
                             "vectorized",
@@ -268,14 +304,14 @@ def flash_attention_kernel(
                 ratio = acc[i, h] / convert(total[i], work)
                 result = tir.select(total[i] > as_expr(0.0, "float32"), ratio, as_expr(0, work))
                 return BufferStore(
-                    out, convert(result, dtype), tuple(_out_index(query.ndim, b, t0 + i, n, h))
+                    out, convert(result, dtype), tuple(write_index(query.ndim, b, t0 + i, n, h))
                 )
 
             return _loop("h5", width, store, "vectorized")
 
         body = tir_seq(
             _loop("i0", rows, init),
-            _loop("st", _ceil_div(keys, TILE_S), key_tile),
+            _loop("st", ceil_div(keys, TILE_S), key_tile),
             _loop("i2", rows, finish),
         )
         for buffer in (psum, top, probs, dots, kt, acc, total, m):
@@ -284,8 +320,46 @@ def flash_attention_kernel(
 
     nest = _loop("task", batch * heads * q_tiles, task_body, "parallel")
     buffers = tuple(t.buffer for t in inputs)
-    return PrimFunc("dot_product_attention", (*buffers, out), nest)
+    form = AttentionForm(tuple(names), attrs.is_causal, attrs.scale, logit, large_negative)
+    func = PrimFunc("dot_product_attention", (*buffers, out), nest)
+    return func.with_attrs({FORM_ATTR: form.to_attr()})
 
 
-def _out_index(ndim: int, b: Dim, t: Dim, n: Dim, h: Dim) -> tuple[Dim, ...]:
+def write_index(ndim: int, b: Dim, t: Dim, n: Dim, h: Dim) -> tuple[Dim, ...]:
+    """The index of ``(b, t, n, h)`` in an operand of rank ``ndim`` (leading axes of
+    size 1 missing)."""
     return (b, t, n, h)[4 - ndim :]
+
+
+def read4(tensor, b: Dim, s_or_t: Dim, n: Dim, h: Dim) -> PrimExpr:
+    """``tensor`` (query, key or value) read at ``(b, s_or_t, n, h)``."""
+    return tensor[write_index(tensor.ndim, b, s_or_t, n, h)]
+
+
+def masked_logit(
+    by_name: Mapping[str, object],
+    attrs,
+    full: tuple[Dim, ...],
+    scaled: PrimExpr,
+    indices: tuple[Dim, ...],
+    logit: str,
+    large_negative: float,
+) -> PrimExpr:
+    """The logit at ``indices = (b, n, t, s)`` of ``full = (B, N, T, S)`` from the scaled
+    product ``scaled``: plus the bias, ``large_negative`` where the mask or causality
+    (``attrs.is_causal``: ``s <= t``) drops the key; operands by name."""
+    value = scaled
+    if "bias" in by_name:
+        bias = by_name["bias"]
+        value = value + convert(bias[broadcast_indices(bias.shape, full, indices)], logit)
+    keep = None
+    if "mask" in by_name:
+        mask = by_name["mask"]
+        keep = mask[broadcast_indices(mask.shape, full, indices)]
+    if attrs.is_causal:
+        t, s = indices[2], indices[3]
+        causal = as_expr(s) <= as_expr(t)
+        keep = causal if keep is None else keep & causal
+    if keep is not None:
+        value = tir.select(keep, value, as_expr(large_negative, logit))
+    return value

@@ -73,6 +73,83 @@ def test_mlp_and_gpt_block_at_several_n_with_one_executable():
     assert block.cache_size() == 1
 
 
+def _attention(dtype, heads, kv_heads, causal, masked=False, target="cuda"):
+    """``dot_product_attention`` over ``n`` tokens, head dim 64 (the GPU attention rule);
+    with ``masked``, a bias and a boolean mask too."""
+    q = relax.Tensor((1, "n", heads, 64), dtype)
+    kv = relax.Tensor((1, "n", kv_heads, 64), dtype)
+
+    def plain(q: q, k: kv, v: kv):
+        return relax.nn.dot_product_attention(q, k, v, is_causal=causal)
+
+    def with_mask(
+        q: q,
+        k: kv,
+        v: kv,
+        bias: relax.Tensor((1, 1, "n", "n"), dtype),
+        mask: relax.Tensor((1, heads, "n", "n"), "bool"),
+    ):
+        return relax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask, is_causal=causal)
+
+    return relax.jit(with_mask if masked else plain, target=target)
+
+
+@pytest.mark.parametrize(
+    "dtype, heads, kv_heads, causal, masked",
+    [
+        ("float32", 12, 12, True, False),
+        ("float32", 12, 12, False, False),
+        ("float32", 8, 2, True, False),
+        ("float32", 4, 2, False, True),
+        ("float16", 12, 12, True, False),
+        ("float16", 8, 2, False, False),
+    ],
+)
+def test_attention_matches_jax_on_the_gpu(dtype, heads, kv_heads, causal, masked):
+    import jax
+
+    f = _attention(dtype, heads, kv_heads, causal, masked)
+    rng = np.random.default_rng(4)
+    tol = 2e-2 if dtype == "float16" else 1e-4
+    for n in (1, 77, 512, 1030):
+        q = rng.standard_normal((1, n, heads, 64)).astype(dtype)
+        k = rng.standard_normal((1, n, kv_heads, 64)).astype(dtype)
+        v = rng.standard_normal((1, n, kv_heads, 64)).astype(dtype)
+        extra, kwargs = [], {}
+        if masked:
+            bias = rng.standard_normal((1, 1, n, n)).astype(dtype)
+            mask = rng.random((1, heads, n, n)) < 0.7
+            extra, kwargs = [bias, mask], {"bias": bias, "mask": mask}
+        with jax.default_matmul_precision("float32"):  # no TF32 in the reference
+            theirs = jax.nn.dot_product_attention(q, k, v, is_causal=causal, **kwargs)
+        np.testing.assert_allclose(
+            np.asarray(f(q, k, v, *extra), np.float64),
+            np.asarray(theirs, np.float64),
+            rtol=tol,
+            atol=tol,
+            err_msg=f"{dtype} heads={heads}/{kv_heads} causal={causal} n={n}",
+        )
+    assert f.cache_size() == 1
+
+
+def test_gpt2_block_matches_jax_on_the_gpu():
+    """The GPT-2 small block (d=768, 12 heads of 64): the attention rule's kernel in it."""
+    rng = np.random.default_rng(5)
+    block = gpt_block(768, 12, 3072)
+    params = block_params(768, 3072, rng)
+    args = [
+        params[name] for name in ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")
+    ]
+    import jax
+
+    for t in (1, 128, 512):
+        x = rng.standard_normal((t, 768)).astype(np.float32)
+        with jax.default_matmul_precision("float32"):  # no TF32 in the reference
+            theirs = np.asarray(jax_block(x, params, 12))
+        np.testing.assert_allclose(np.asarray(block(x, *args)), theirs, rtol=2e-3, atol=2e-3)
+    assert block.cache_size() == 1
+
+
 @relax.jit(target="cuda")
 def _scale(x: relax.Tensor(("n", 4), "float32")):
     return x * 2.0 + 1.0

@@ -59,9 +59,13 @@ def test_op_runs_with_the_gpu_rules_and_matches_jax(case: Case):
     mod = gpu_module(jitted(case))
     for name, kernel in mod.kernels().items():
         assert is_finished(kernel), name
-        assert dict(kernel.attrs)[RULE_ATTR] in ("matmul", "reduction", "injective", "fallback"), (
-            name
-        )
+        assert dict(kernel.attrs)[RULE_ATTR] in (
+            "attention",
+            "matmul",
+            "reduction",
+            "injective",
+            "fallback",
+        ), name
     exe = build_executable(mod, target="reference")
     rng = np.random.default_rng(0)
     for n in (0, 1, 7, 40):

@@ -6,6 +6,7 @@ None when it does not apply. The fallback applies to every kernel.
 """
 
 from relaxjax.schedule.gpu.vector import vector_access
+from relaxjax.schedule.rules.gpu.attention import attention_rule
 from relaxjax.schedule.rules.gpu.fallback import fallback_rule
 from relaxjax.schedule.rules.gpu.injective import injective_rule
 from relaxjax.schedule.rules.gpu.matmul import matmul_rule
@@ -14,6 +15,7 @@ from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params, is_gpu_tar
 
 #: The GPU rules, most specific first, with the names recorded in ``schedule_rule``.
 GPU_RULES = (
+    ("attention", attention_rule),
     ("matmul", matmul_rule),
     ("reduction", reduction_rule),
     ("injective", injective_rule),
@@ -23,6 +25,7 @@ GPU_RULES = (
 __all__ = [
     "GPU_RULES",
     "GpuParams",
+    "attention_rule",
     "fallback_rule",
     "gpu_params",
     "injective_rule",

@@ -65,9 +65,11 @@ def block_size(inner: arith.Dim, threads: int, most: int = 1024) -> int:
 def bind_spread(sch: Schedule, loops: list[LoopRV], threads: int) -> None:
     """Fuse ``loops`` (perfectly nested) and spread them over blocks of about
     ``threads`` threads (one block when they fit)."""
+    extents = [sch.get_loop_node(loop).extent for loop in loops]
+    lead = next((i for i, e in enumerate(extents) if e != 1), 0)
     inner: arith.Dim = 1
-    for loop in loops[1:]:
-        inner = inner * sch.get_loop_node(loop).extent
+    for extent in extents[lead + 1 :]:  # leading unit loops (a batch of 1) add nothing
+        inner = inner * extent
     size = block_size(inner, threads)
     loop = loops[0] if len(loops) == 1 else sch.fuse(*loops)
     extent = sch.get_loop_node(loop).extent
