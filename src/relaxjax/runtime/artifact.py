@@ -1,0 +1,258 @@
+"""The disk cache of whole executables: a new process skips the passes, LLVM and planning.
+
+:func:`~relaxjax.runtime.build_executable` looks a traced module up here before it
+runs ``passes.default_pipeline``. The entry holds what the pipeline and the backend
+produced: the legalised module (its kernels scheduled, fused and planned into the
+entry function), the name of the entry function, and the machine code of its kernels
+(:class:`~relaxjax.backends.llvm.KernelObject`). A hit links that object into the
+process and writes the host program from the legalised module (the generated Python
+of :mod:`relaxjax.runtime.program`: it holds live objects and addresses, so it is
+rewritten, not stored); no pass, schedule rule, codegen or LLVM runs.
+
+**The key** is the SHA-256 of, in order:
+
+- the entry format :data:`FORMAT`;
+- the content of every ``.py`` file of the relaxjax package (:func:`package_fingerprint`,
+  so any change to the compiler is a miss, released or not);
+- the Python, numpy, ml_dtypes, llvmlite and LLVM versions, the host target's identity
+  (triple, CPU name and features, optimisation level, codegen version) and the number
+  of CPUs;
+- the target, the entry's name and the ``library`` option of ``build_executable``;
+- the pickle of the module as given (traced): every function, binding, spec, symbol
+  and its bounds, op attribute, constant's bytes, source location and kernel of
+  ``with_kernels``.
+
+A module that pickles a reference to anything outside relaxjax, numpy, ml_dtypes and
+the standard library's ``builtins`` (a user's op class, a user function) is not cached:
+its key would name that object, not what it does (``ExecutableCacheStats.uncacheable``).
+What the key does *not* cover: changes made to relaxjax's modules at run time
+(monkeypatching a pass) — set ``RELAXJAX_DISK_CACHE=objects`` while doing that.
+
+**Robustness.** Entries are framed and written atomically as the object cache's
+(:func:`~relaxjax.backends.llvm.cache.write_frame`); a missing, truncated, altered or
+unreadable entry, or one that fails to load (unpickling, linking), is a miss: the
+executable is compiled as if there were no entry, and the entry rewritten.
+``$RELAXJAX_DISK_CACHE`` set to ``objects`` or ``off`` disables this cache
+(:func:`~relaxjax.backends.llvm.cache.disk_cache_mode`); entries live in
+``cache_dir("executables")``. Loading an entry unpickles it: the cache directory must
+be as trusted as the code it holds (the object cache links machine code from it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import os
+import pickle
+import sys
+import threading
+import types
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import llvmlite
+import ml_dtypes
+import numpy as np
+
+import relaxjax
+from relaxjax.backends.llvm import KernelObject, host_target
+from relaxjax.backends.llvm.cache import cache_dir, disk_cache_mode, read_frame, write_frame
+from relaxjax.ir import IRModule
+
+__all__ = [
+    "FORMAT",
+    "Artifact",
+    "ExecutableCacheStats",
+    "executable_cache_stats",
+    "executable_key",
+    "load_artifact",
+    "package_fingerprint",
+    "reset_executable_cache_stats",
+    "source_fingerprint",
+    "store_artifact",
+]
+
+#: The layout of an entry; bumped whenever :class:`Artifact` or what it means changes.
+FORMAT = 1
+NAMESPACE = "executables"
+#: Top-level modules whose objects a cacheable module may reference by name.
+TRUSTED_MODULES = frozenset({"relaxjax", "numpy", "ml_dtypes", "builtins", "copyreg", "_codecs"})
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """What an entry holds: the legalised ``module``, the ``entry`` function's name, and
+    the machine code of the kernels the call path runs (``None`` when it runs none)."""
+
+    module: IRModule
+    entry: str
+    kernels: KernelObject | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutableCacheStats:
+    """Counters of this process's whole-executable cache.
+
+    ``hits``: executables loaded from disk; ``misses``: keys not on disk (or unusable,
+    then also ``corrupt``); ``stores``: entries written; ``uncacheable``: modules the key
+    cannot cover (see the module doc); ``write_errors``: entries that could not be stored.
+    """
+
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    corrupt: int = 0
+    uncacheable: int = 0
+    write_errors: int = 0
+
+
+_stats = ExecutableCacheStats()
+_stats_lock = threading.Lock()
+
+
+def executable_cache_stats() -> ExecutableCacheStats:
+    """A snapshot of the counters since the process started (or the last reset)."""
+    return _stats
+
+
+def reset_executable_cache_stats() -> None:
+    """Set every counter back to zero (for tests and benchmarks)."""
+    global _stats
+    with _stats_lock:
+        _stats = ExecutableCacheStats()
+
+
+def _count(**increments: int) -> None:
+    global _stats
+    names = {f.name for f in fields(ExecutableCacheStats)}
+    unknown = set(increments) - names
+    if unknown:
+        raise KeyError(f"unknown executable cache counters {sorted(unknown)}")
+    with _stats_lock:
+        _stats = replace(_stats, **{k: getattr(_stats, k) + v for k, v in increments.items()})
+
+
+def enabled() -> bool:
+    """Whether whole executables are cached on disk (``$RELAXJAX_DISK_CACHE`` is ``all``)."""
+    return disk_cache_mode() == "all"
+
+
+@functools.cache
+def package_fingerprint() -> str:
+    """SHA-256 of the path and content of every ``.py`` file of the relaxjax package
+    (once per process)."""
+    return source_fingerprint(os.path.dirname(os.path.abspath(relaxjax.__file__)))
+
+
+def source_fingerprint(root: str) -> str:
+    """SHA-256 of the relative path and content of every ``.py`` file under ``root``."""
+    digest = hashlib.sha256()
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as file:
+                digest.update(file.read())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def _environment() -> bytes:
+    """Everything outside the module that the compiled code depends on, as bytes."""
+    parts = (
+        f"format-{FORMAT}",
+        package_fingerprint(),
+        sys.version,
+        f"numpy-{np.__version__}",
+        f"ml_dtypes-{ml_dtypes.__version__}",
+        f"llvmlite-{llvmlite.__version__}",
+        host_target().cache_identity(),
+        f"cpus-{os.cpu_count()}",
+    )
+    return "\n".join(parts).encode()
+
+
+class _UncoveredObject(Exception):
+    """A pickled reference to an object outside :data:`TRUSTED_MODULES`."""
+
+
+class _KeyPickler(pickle.Pickler):
+    """Pickles a module for its key, refusing references the key would not cover."""
+
+    def reducer_override(self, obj: object) -> object:
+        if isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType):
+            module = getattr(obj, "__module__", None)
+        elif isinstance(obj, types.ModuleType):
+            module = obj.__name__
+        else:
+            module = type(obj).__module__
+        if (module or "").partition(".")[0] not in TRUSTED_MODULES:
+            raise _UncoveredObject(f"{obj!r} of module {module}")
+        return NotImplemented
+
+
+def executable_key(mod: IRModule, target: str, entry: str | None, library: bool) -> str | None:
+    """The content key of ``build_executable(mod, target, entry, library)``, or ``None``
+    when the module cannot be keyed soundly (see the module doc)."""
+    buffer = io.BytesIO()
+    try:
+        _KeyPickler(buffer, protocol=5).dump(mod)
+    except (_UncoveredObject, pickle.PicklingError, TypeError, AttributeError):
+        _count(uncacheable=1)
+        return None
+    digest = hashlib.sha256(_environment())
+    digest.update(f"\n{target}\n{entry}\n{library}\n".encode())
+    digest.update(buffer.getbuffer())
+    return digest.hexdigest()
+
+
+def _path(key: str) -> Path:
+    return cache_dir(NAMESPACE) / f"{key}.pkl"
+
+
+def load_artifact(key: str) -> Artifact | None:
+    """The entry stored under ``key``, or ``None`` (counted as a miss) when there is none
+    or it does not check out."""
+    status, payload = read_frame(_path(key))
+    if payload is not None:
+        try:
+            artifact = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - anything unreadable is a miss, never a crash
+            artifact = None
+        if isinstance(artifact, Artifact):
+            return artifact
+        status = "corrupt"
+    if status == "corrupt":
+        _count(misses=1, corrupt=1)
+    else:
+        _count(misses=1)
+    return None
+
+
+def count_hit() -> None:
+    """Count an entry that was loaded and became the executable."""
+    _count(hits=1)
+
+
+def count_unusable() -> None:
+    """Count an entry that was read but failed to become an executable (e.g. linking):
+    the call compiles instead."""
+    _count(misses=1, corrupt=1)
+
+
+def store_artifact(key: str, artifact: Artifact) -> None:
+    """Write ``artifact`` under ``key`` (atomically; a failure is counted, not raised)."""
+    try:
+        payload = pickle.dumps(artifact, protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        _count(uncacheable=1)
+        return
+    if write_frame(_path(key), payload):
+        _count(stores=1)
+    else:
+        _count(write_errors=1)
