@@ -19,6 +19,7 @@ from relaxjax.backends.llvm import cache_dir, cache_stats, reset_cache_stats
 from relaxjax.backends.llvm.cache import write_frame
 from relaxjax.runtime import artifact, build_executable
 from relaxjax.runtime import executable as executable_module
+from relaxjax.runtime import source as source_module
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -112,7 +113,7 @@ def counters() -> tuple[int, int, int, int]:
     return stats.hits, stats.misses, stats.stores, stats.corrupt
 
 
-def test_a_hit_runs_no_pass_and_gives_the_same_bits(cache, monkeypatch):
+def test_a_hit_runs_no_pass_nor_compiler_and_gives_the_same_bits(cache, monkeypatch):
     mod, (x, w) = traced(), operands()
     compiled = build_executable(mod)
     assert counters() == (0, 1, 1, 0)
@@ -120,7 +121,11 @@ def test_a_hit_runs_no_pass_and_gives_the_same_bits(cache, monkeypatch):
     def no_pipeline(*args, **kwargs):
         raise AssertionError("a cache hit ran the pass pipeline")
 
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a cache hit compiled the host program's Python again")
+
     monkeypatch.setattr(executable_module, "default_pipeline", no_pipeline)
+    monkeypatch.setattr(source_module, "compile", no_compile, raising=False)
     loaded = build_executable(traced())  # traced again: an equal module, a new object
     assert counters() == (1, 1, 1, 0)
     assert str(loaded.module) == str(compiled.module)

@@ -3,11 +3,14 @@
 :func:`~relaxjax.runtime.build_executable` looks a traced module up here before it
 runs ``passes.default_pipeline``. The entry holds what the pipeline and the backend
 produced: the legalised module (its kernels scheduled, fused and planned into the
-entry function), the name of the entry function, and the machine code of its kernels
-(:class:`~relaxjax.backends.llvm.KernelObject`). A hit links that object into the
-process and writes the host program from the legalised module (the generated Python
-of :mod:`relaxjax.runtime.program`: it holds live objects and addresses, so it is
-rewritten, not stored); no pass, schedule rule, codegen or LLVM runs.
+entry function), the name of the entry function, the machine code of its kernels
+(:class:`~relaxjax.backends.llvm.KernelObject`) and the compiled Python of its host
+program (``marshal``-ed code objects by the digest of their text). A hit links that
+object into the process and writes the host program from the legalised module (the
+generated Python of :mod:`relaxjax.runtime.program` refers to live objects and
+addresses, so its namespace is rebuilt, not stored), taking the code of each text from
+the entry (:func:`~relaxjax.runtime.source.known_code`): no pass, schedule rule,
+codegen, LLVM or Python compiler runs.
 
 **The key** is the SHA-256 of, in order:
 
@@ -43,11 +46,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import marshal
 import os
 import pickle
 import sys
 import threading
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -74,7 +79,7 @@ __all__ = [
 ]
 
 #: The layout of an entry; bumped whenever :class:`Artifact` or what it means changes.
-FORMAT = 1
+FORMAT = 2
 NAMESPACE = "executables"
 #: Top-level modules whose objects a cacheable module may reference by name.
 TRUSTED_MODULES = frozenset({"relaxjax", "numpy", "ml_dtypes", "builtins", "copyreg", "_codecs"})
@@ -82,12 +87,18 @@ TRUSTED_MODULES = frozenset({"relaxjax", "numpy", "ml_dtypes", "builtins", "copy
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
-    """What an entry holds: the legalised ``module``, the ``entry`` function's name, and
-    the machine code of the kernels the call path runs (``None`` when it runs none)."""
+    """What an entry holds: the legalised ``module``, the ``entry`` function's name, the
+    machine code of the kernels the call path runs (``None`` when it runs none), and
+    ``code``: the host program's generated functions, text digest -> marshalled code."""
 
     module: IRModule
     entry: str
     kernels: KernelObject | None
+    code: Mapping[str, bytes]
+
+    def code_objects(self) -> dict[str, types.CodeType]:
+        """``code`` unmarshalled (for :func:`~relaxjax.runtime.source.known_code`)."""
+        return {digest: marshal.loads(data) for digest, data in self.code.items()}
 
 
 @dataclass(frozen=True, slots=True)

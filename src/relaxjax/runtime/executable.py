@@ -22,6 +22,7 @@ host program, skipping the passes and LLVM.
 from __future__ import annotations
 
 import functools
+import marshal
 from collections.abc import Callable, Mapping, Sequence
 
 from relaxjax import backends
@@ -35,6 +36,7 @@ from relaxjax.runtime.arguments import undetermined_symbols
 from relaxjax.runtime.calls import write_callee
 from relaxjax.runtime.profiling import Profile, ProfilingBuild, profile_call
 from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
+from relaxjax.runtime.source import known_code, text_digest
 from relaxjax.tir import interpreter
 
 __all__ = ["Executable", "build_executable", "entry_function"]
@@ -230,7 +232,8 @@ def build_executable(
         stored = artifact.load_artifact(key) if key is not None else None
         if stored is not None:
             try:
-                executable = _assemble(stored.module, stored.entry, target, stored.kernels)
+                with known_code(stored.code_objects()):
+                    executable = _assemble(stored.module, stored.entry, target, stored.kernels)
             except Exception:  # noqa: BLE001 - an entry that does not load is a miss
                 artifact.count_unusable()
             else:
@@ -241,9 +244,13 @@ def build_executable(
         mod = default_pipeline("llvm", library=library and native)(mod)
     executable = _assemble(mod, entry, target)
     if key is not None:
-        code = llvm.kernel_object(executable.compiled) if executable.compiled else None
-        name = executable.function.name
-        artifact.store_artifact(key, artifact.Artifact(executable.module, name, code))
+        kernels = llvm.kernel_object(executable.compiled) if executable.compiled else None
+        code = {
+            text_digest(run.__source__): marshal.dumps(run.__compiled__)  # type: ignore[attr-defined]
+            for run in [*(callee.run for callee in executable.callees), executable.run]
+        }
+        stored = artifact.Artifact(executable.module, executable.function.name, kernels, code)
+        artifact.store_artifact(key, stored)
     return executable
 
 
