@@ -43,6 +43,7 @@ be as trusted as the code it holds (the object cache links machine code from it)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -193,18 +194,44 @@ class _UncoveredObject(Exception):
 
 
 class _KeyPickler(pickle.Pickler):
-    """Pickles a module for its key, refusing references the key would not cover."""
+    """Pickles a module for its key, refusing references the key would not cover.
+
+    The bytes are never unpickled: a dataclass instance is written as its class and its
+    fields' values (what pickle's own reduction of a dataclass writes, without looking
+    the fields up per object)."""
 
     def reducer_override(self, obj: object) -> object:
+        kind = type(obj)
         if isinstance(obj, type | types.FunctionType | types.BuiltinFunctionType):
             module = getattr(obj, "__module__", None)
         elif isinstance(obj, types.ModuleType):
             module = obj.__name__
         else:
-            module = type(obj).__module__
+            names = _dataclass_fields.get(kind, False)
+            if names is False:
+                names = _dataclass_fields[kind] = _plain_dataclass_fields(kind)
+            module = kind.__module__
+            if names is not None and module.partition(".")[0] in TRUSTED_MODULES:
+                return kind, tuple(getattr(obj, name) for name in names)
         if (module or "").partition(".")[0] not in TRUSTED_MODULES:
             raise _UncoveredObject(f"{obj!r} of module {module}")
         return NotImplemented
+
+
+_dataclass_fields: dict[type, tuple[str, ...] | None] = {}
+
+
+def _plain_dataclass_fields(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass that pickles by its fields (no ``__reduce__`` or
+    ``__getstate__`` of its own), else None."""
+    if not dataclasses.is_dataclass(kind) or not hasattr(kind, "__slots__"):
+        return None
+    if "__reduce__" in vars(kind) or "__reduce_ex__" in vars(kind):
+        return None
+    getstate = getattr(kind, "__getstate__", None)
+    if getstate is not None and getattr(getstate, "__qualname__", "") != "_dataclass_getstate":
+        return None
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def executable_key(mod: IRModule, target: str, entry: str | None, library: bool) -> str | None:
