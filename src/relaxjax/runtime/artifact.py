@@ -39,6 +39,11 @@ executable is compiled as if there were no entry, and the entry rewritten.
 (:func:`~relaxjax.backends.llvm.cache.disk_cache_mode`); entries live in
 ``cache_dir("executables")``. Loading an entry unpickles it: the cache directory must
 be as trusted as the code it holds (the object cache links machine code from it).
+
+Only ``target="llvm"`` is cached. Another target plugs in by storing its own compiled
+payload in place of :class:`~relaxjax.backends.llvm.KernelObject` and adding its
+toolchain's identity to the key (``target="cuda"`` keeps PTX and cubins in its own
+object cache, ``cache_dir("cuda")``, and still runs the passes in every process).
 """
 
 from __future__ import annotations
