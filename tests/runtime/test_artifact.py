@@ -221,8 +221,16 @@ class Foreign:
     """An object the key cannot see into (not relaxjax's, numpy's or a builtin)."""
 
 
-def test_a_module_naming_a_foreign_object_is_not_cached(cache):
-    assert artifact.executable_key(Foreign(), "llvm", None, True) is None  # type: ignore[arg-type]
+def deep(depth: int) -> tuple:
+    nested: tuple = ()
+    for _ in range(depth):
+        nested = (nested,)
+    return nested
+
+
+@pytest.mark.parametrize("make", [Foreign, lambda: deep(100_000)], ids=["foreign", "too_deep"])
+def test_what_the_key_cannot_cover_is_not_cached(cache, make):
+    assert artifact.executable_key(make(), "llvm", None, True) is None  # type: ignore[arg-type]
     assert artifact.executable_cache_stats().uncacheable == 1
 
 

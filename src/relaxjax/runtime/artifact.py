@@ -245,7 +245,7 @@ def executable_key(mod: IRModule, target: str, entry: str | None, library: bool)
     buffer = io.BytesIO()
     try:
         _KeyPickler(buffer, protocol=5).dump(mod)
-    except (_UncoveredObject, pickle.PicklingError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001 - a foreign object, or too deep to pickle: no key
         _count(uncacheable=1)
         return None
     digest = hashlib.sha256(_environment())
@@ -292,7 +292,7 @@ def store_artifact(key: str, artifact: Artifact) -> None:
     """Write ``artifact`` under ``key`` (atomically; a failure is counted, not raised)."""
     try:
         payload = pickle.dumps(artifact, protocol=5)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001 - not storable (e.g. too deep to pickle): not stored
         _count(uncacheable=1)
         return
     if write_frame(_path(key), payload):
