@@ -33,5 +33,15 @@ def _jax_x64():
     jax.config.update("jax_platforms", "cpu,cuda" if os.environ.get("RELAXJAX_JAX_GPU") else "cpu")
 
 
+@pytest.fixture(autouse=True)
+def _compile_every_executable(monkeypatch):
+    """Tests exercise the compiler, not executables a previous session left on disk (whose
+    key does not see a test's monkeypatching of a pass): the disk cache holds object code
+    only. tests/runtime/test_artifact.py turns the executable cache on for itself;
+    ``RELAXJAX_TEST_DISK_CACHE=all`` runs every test with it (run twice with one
+    ``RELAXJAX_CACHE_DIR``, the second run checks loaded executables against the oracles)."""
+    monkeypatch.setenv("RELAXJAX_DISK_CACHE", os.environ.get("RELAXJAX_TEST_DISK_CACHE", "objects"))
+
+
 # Shared test tables (tests/op_cases.py) import by module name from any test directory.
 sys.path.insert(0, str(Path(__file__).parent))

@@ -126,6 +126,7 @@ class FusableCall:
     operands: tuple[Expr, ...]
     tir_vars: tuple[Dim, ...]
     _nests: tuple[NestShape, ...] | None = None
+    _used: list[Var] | None = None
 
     @property
     def var(self) -> Var:
@@ -159,6 +160,12 @@ class FusableCall:
     def shape(self) -> tuple[Dim, ...]:
         """The shape of the call's result."""
         return tuple(self.binding.var.info.shape)  # type: ignore[union-attr]
+
+    def used(self) -> list[Var]:
+        """The variables the call reads, once per read (``walk.used_vars``, computed once)."""
+        if self._used is None:
+            self._used = used_vars(self.binding.value)
+        return self._used
 
 
 def as_fusable(position: int, binding: Binding, mod: IRModule) -> FusableCall | None:
@@ -212,7 +219,7 @@ class Group:
 
     def uses(self, var: Var) -> int:
         """How many times the members read ``var``."""
-        return sum(used_vars(m.binding.value).count(var) for m in self.members)
+        return sum(m.used().count(var) for m in self.members)
 
 
 def _rows(members: Sequence[FusableCall]) -> tuple[Dim, ...] | None:

@@ -12,23 +12,32 @@ parameter order, returns the flat outputs as a tuple of numpy arrays::
     >>> (y,) = exe(x, w1, w2)                            # doctest: +SKIP
 
 Bad arguments raise ``ShapeError`` / ``TypeError`` before any kernel runs.
+
+For the ``llvm`` target the legalised module and its machine code are kept in the disk
+cache of whole executables (:mod:`relaxjax.runtime.artifact`), keyed by the module as
+given: a new process building the same module links the stored code and writes the
+host program, skipping the passes and LLVM.
 """
 
 from __future__ import annotations
 
 import functools
+import marshal
 from collections.abc import Callable, Mapping, Sequence
 
 from relaxjax import backends
+from relaxjax.backends import llvm
 from relaxjax.errors import LoweringError, ShapeError
 from relaxjax.ir import Function, IRModule
 from relaxjax.ops.decompositions import LIBRARY_OPS
 from relaxjax.passes import default_pipeline, dispatch_library, is_op_call
 from relaxjax.passes.walk import called_functions, called_kernels, reachable_functions
+from relaxjax.runtime import artifact
 from relaxjax.runtime.arguments import undetermined_symbols
 from relaxjax.runtime.calls import write_callee
 from relaxjax.runtime.profiling import Profile, ProfilingBuild, profile_call
 from relaxjax.runtime.program import CalleeCode, KernelHandle, write_program
+from relaxjax.runtime.source import known_code, text_digest
 from relaxjax.tir import interpreter
 
 __all__ = ["Executable", "build_executable", "entry_function"]
@@ -158,15 +167,21 @@ def _interpreted(func: object, *args: object) -> None:
     interpreter.run(func, *args[:count], **scalars)
 
 
-def _handles(kernels: Mapping[str, object], target: str) -> tuple[dict, dict]:
-    """Kernel handles for the program, and the compiled kernels (kept alive)."""
+def _handles(
+    kernels: Mapping[str, object], target: str, stored: llvm.KernelObject | None = None
+) -> tuple[dict, dict]:
+    """Kernel handles for the program, and the compiled kernels (kept alive); ``stored``:
+    their machine code from a disk artifact (linked, not compiled)."""
     if target == "reference":
         handles = {
             name: KernelHandle(func, python=functools.partial(_interpreted, func))
             for name, func in kernels.items()
         }
         return handles, {}
-    compiled = _compile(kernels, target)
+    if stored is not None:
+        compiled = llvm.link_kernels(kernels, stored, llvm.host_target())  # type: ignore[arg-type]
+    else:
+        compiled = _compile(kernels, target)
     handles = {
         name: KernelHandle(kernels[name], int(compiled[name].address))  # type: ignore[attr-defined]
         for name in kernels
@@ -214,15 +229,45 @@ def build_executable(
     problem = undetermined_symbols(declared.name, declared.params)
     if problem is not None:  # no call can bind some symbol: every call says so
         return Executable.create(mod, declared, {}, _raising(problem))
+    key = None
+    if target == "llvm" and artifact.enabled():
+        key = artifact.executable_key(mod, target, entry, library)
+        stored = artifact.load_artifact(key) if key is not None else None
+        if stored is not None:
+            try:
+                with known_code(stored.code_objects()):
+                    executable = _assemble(stored.module, stored.entry, target, stored.kernels)
+            except Exception:  # noqa: BLE001 - an entry that does not load is a miss
+                artifact.count_unusable()
+            else:
+                artifact.count_hit()
+                return executable
     if _needs_legalisation(mod):
         native = target == "llvm"
         if native and not library:  # factorisations exist only as LAPACK calls: those stay
             mod = dispatch_library(mod, LIBRARY_OPS)
         mod = default_pipeline("llvm", library=library and native)(mod)
+    executable = _assemble(mod, entry, target)
+    if key is not None:
+        kernels = llvm.kernel_object(executable.compiled) if executable.compiled else None
+        code = {
+            text_digest(run.__source__): marshal.dumps(run.__compiled__)  # type: ignore[attr-defined]
+            for run in [*(callee.run for callee in executable.callees), executable.run]
+        }
+        stored = artifact.Artifact(executable.module, executable.function.name, kernels, code)
+        artifact.store_artifact(key, stored)
+    return executable
+
+
+def _assemble(
+    mod: IRModule, entry: str | None, target: str, stored: llvm.KernelObject | None = None
+) -> Executable:
+    """The executable of legalised ``mod``: its kernels compiled (or linked from
+    ``stored``), the generated code of every graph function on the call path written."""
     function = entry_function(mod, entry)
     functions = reachable_functions(mod, function.name)
     names = dict.fromkeys(name for f in functions for name in called_kernels(f))
-    handles, compiled = _handles({name: mod[name] for name in names}, target)
+    handles, compiled = _handles({name: mod[name] for name in names}, target, stored)
     callees: dict[str, CalleeCode] = {}
     for callee in functions[:-1]:
         callees[callee.name] = write_callee(callee, handles, callees)

@@ -12,7 +12,8 @@ A signature is a string of argument kinds: ``"o"`` for a numpy array passed as a
 Python object (the trampoline loads ``PyArrayObject.data``) and ``"p"`` for a raw
 address passed as an int (a slice of the runtime's memory arena, or a constant
 whose address was read once). The trampoline for a signature is compiled once
-per process.
+per process, its object code read from the disk cache of compiled objects when it is
+there (a new process links it without running LLVM).
 
 The offset of ``data`` in numpy's array object is checked when this module first
 builds a trampoline: if it does not read the same pointer as ``arr.ctypes.data``
@@ -30,8 +31,15 @@ from dataclasses import replace
 
 import numpy as np
 
+from relaxjax.backends.llvm.cache import (
+    cache_key,
+    disk_cache_mode,
+    entry_path,
+    read_frame,
+    write_frame,
+)
 from relaxjax.backends.llvm.jit import compile_object, load_object
-from relaxjax.backends.llvm.target import host_target
+from relaxjax.backends.llvm.target import Target, host_target
 
 __all__ = ["Launcher", "data_pointer", "object_args_supported", "trampoline"]
 
@@ -88,8 +96,23 @@ entry:
 
 def _load(ir_text: str, symbol: str) -> int:
     target = replace(host_target(), opt_level=1)
-    library = load_object(compile_object(ir_text, target, symbol), (symbol,), target)
+    library = load_object(_object_code(ir_text, symbol, target), (symbol,), target)
     return library.addresses[symbol]
+
+
+def _object_code(ir_text: str, symbol: str, target: Target) -> bytes:
+    """The object of ``ir_text``, through the disk cache of compiled objects; not counted in
+    ``cache_stats()`` (the runtime's own helpers, not a program's kernels)."""
+    cached = disk_cache_mode() != "off"
+    path = entry_path(cache_key(ir_text, target.cache_identity()))
+    if cached:
+        _, obj = read_frame(path)
+        if obj is not None:
+            return obj
+    obj = compile_object(ir_text, target, symbol)
+    if cached:
+        write_frame(path, obj)
+    return obj
 
 
 @functools.cache

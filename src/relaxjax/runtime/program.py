@@ -157,6 +157,17 @@ class _Segment:
     tail: list[str] = field(default_factory=list)
 
 
+def _launches_using(launches: Sequence[_Launch]) -> dict[Storage, list[int]]:
+    """storage -> the positions of the launches among ``launches`` that use it, ascending."""
+    uses: dict[Storage, list[int]] = {}
+    for i, launch in enumerate(launches):
+        for buffer in launch.buffers:
+            positions = uses.setdefault(buffer.storage, [])
+            if not positions or positions[-1] != i:
+                positions.append(i)
+    return uses
+
+
 def _flat_values(bound: object) -> list[Value]:
     if isinstance(bound, Value):
         return [bound]
@@ -658,7 +669,8 @@ class ProgramWriter:
                 for launch in self.launches[segment.first_launch + len(launches) :]
                 for b in launch.buffers
             }
-            requests = [self._temp_request(v, launches, later) for v in temps]
+            uses = _launches_using(launches)
+            requests = [self._temp_request(v, uses, len(launches), later) for v in temps]
             self._allocate_arena(segment.index, temps, requests)
 
     def _place(self, value: Value) -> None:
@@ -667,20 +679,19 @@ class ProgramWriter:
         self.writer.line(f"{value.ref} = {self._empty}({value.shape_code}, {dtype})")
 
     @staticmethod
-    def _temp_request(value: Value, launches: Sequence[_Launch], later: set[Storage]) -> Request:
-        """The temporary's size and lifetime in its segment: from the launch that writes it
-        (the first to use it) to the last launch that reads it, or to the segment's end
-        when a later segment reads it."""
-        used = [
-            i
-            for i, launch in enumerate(launches)
-            if any(b.storage is value.storage for b in launch.buffers)
-        ]
+    def _temp_request(
+        value: Value, uses: Mapping[Storage, list[int]], count: int, later: set[Storage]
+    ) -> Request:
+        """The temporary's size and lifetime in its segment of ``count`` launches: from the
+        launch that writes it (the first to use it; ``uses`` gives the launches using each
+        storage, in order) to the last launch that reads it, or to the segment's end when a
+        later segment reads it."""
+        used = uses[value.storage]
         nbytes = None
         if value.info.shape is not None:
             nbytes = math.prod(value.info.shape, start=1) * dtypes.itemsize(value.info.dtype)
-        last = len(launches) if value.storage in later else max(used)
-        return Request(nbytes, min(used), last)
+        last = count if value.storage in later else used[-1]
+        return Request(nbytes, used[0], last)
 
     def _allocate_arena(
         self, index: int, temps: Sequence[Value], requests: Sequence[Request]

@@ -8,7 +8,7 @@ hits, misses and compiles. See ``docs/internals.md`` (section ``backends/``) for
 the kernel ABI.
 """
 
-from .build import build, build_kernels
+from .build import KernelObject, build, build_kernels, kernel_object, link_kernels
 from .cache import CacheStats, cache_dir, cache_stats, reset_cache_stats
 from .kernel import KERNEL_CFUNCTYPE, CompiledKernel
 from .target import Target, host_target
@@ -17,11 +17,14 @@ __all__ = [
     "KERNEL_CFUNCTYPE",
     "CacheStats",
     "CompiledKernel",
+    "KernelObject",
     "Target",
     "build",
     "build_kernels",
     "cache_dir",
     "cache_stats",
     "host_target",
+    "kernel_object",
+    "link_kernels",
     "reset_cache_stats",
 ]

@@ -10,25 +10,54 @@ pipeline and one object serve them all):
    compiled at O3 (``compiles``) and stored;
 4. the object is linked into the process (:mod:`.jit`) and each kernel wrapped
    in a :class:`~.kernel.CompiledKernel`.
+
+:func:`kernel_object` gives the object code behind kernels built together (what a
+whole executable's disk artifact stores, :mod:`relaxjax.runtime.artifact`), and
+:func:`link_kernels` links such an object again, in a new process, with no codegen.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ...errors import LoweringError
 from ...tir.function import PrimFunc
 from .cache import cache_key, count, read_entry, write_entry
-from .codegen import emit_module, named_kernels
+from .codegen import EmittedModule, emit_module, named_kernels
 from .gomp import ensure_libgomp
 from .jit import LoadedLibrary, compile_object, load_object
 from .kernel import CompiledKernel
 from .target import Target, host_target
 
-__all__ = ["build", "build_kernels"]
+__all__ = ["KernelObject", "build", "build_kernels", "kernel_object", "link_kernels"]
 
-_loaded: dict[str, LoadedLibrary] = {}
+
+@dataclass(frozen=True, slots=True)
+class KernelObject:
+    """The machine code of kernels compiled together, as it can be stored and linked again.
+
+    ``key``: the object cache key (IR text + target identity); ``code``: the ELF object;
+    ``symbols``: kernel name -> exported C symbol; ``uses_parallel``: whether the code
+    calls libgomp (loaded before linking).
+    """
+
+    key: str
+    code: bytes
+    symbols: Mapping[str, str]
+    uses_parallel: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Linked:
+    """A linked library with the object it was linked from (kept by every CompiledKernel)."""
+
+    library: LoadedLibrary
+    object: KernelObject
+
+
+_loaded: dict[str, _Linked] = {}
 _loaded_lock = threading.Lock()
 
 
@@ -89,26 +118,71 @@ def build_kernels(
     if emitted.uses_parallel:
         ensure_libgomp()
     key = cache_key(emitted.ir_text, target.cache_identity())
-    library = _load(key, emitted.ir_text, tuple(emitted.symbols.values()), target)
+    linked = _load(key, emitted, target)
+    return _wrap(kernels, linked)
+
+
+def kernel_object(kernels: Mapping[str, CompiledKernel]) -> KernelObject:
+    """The object code of ``kernels``, all from one :func:`build_kernels` call.
+
+    Raises:
+        ValueError: the kernels come from different builds (or none is given).
+    """
+    linked = {id(kernel.library): kernel.library for kernel in kernels.values()}
+    if len(linked) != 1:
+        raise ValueError(f"kernels of one build expected, got {len(linked)} builds")
+    library = next(iter(linked.values()))
+    if not isinstance(library, _Linked):
+        raise ValueError("these kernels were not built by backends.llvm.build_kernels")
+    return library.object
+
+
+def link_kernels(
+    kernels: Mapping[str, PrimFunc], obj: KernelObject, target: Target
+) -> dict[str, CompiledKernel]:
+    """Link ``obj`` (from :func:`kernel_object`, possibly of another process) into this
+    process and wrap each of ``kernels``, which must be the PrimFuncs it was built from:
+    no codegen, no LLVM optimisation. An object already linked here is reused.
+
+    Raises:
+        LoweringError: a kernel has no symbol in ``obj``, or linking failed.
+    """
+    missing = [name for name in kernels if name not in obj.symbols]
+    if missing:
+        raise LoweringError(f"the kernel object does not hold {', '.join(missing)}")
+    if obj.uses_parallel:
+        ensure_libgomp()
+    with _loaded_lock:
+        linked = _loaded.get(obj.key)
+        if linked is None:
+            library = load_object(obj.code, tuple(obj.symbols.values()), target)
+            linked = _loaded[obj.key] = _Linked(library, obj)
+        else:
+            count(memory_hits=1)
+    return _wrap(kernels, linked)
+
+
+def _wrap(kernels: Mapping[str, PrimFunc], linked: _Linked) -> dict[str, CompiledKernel]:
+    symbols = linked.object.symbols
     return {
-        name: CompiledKernel(
-            func, emitted.symbols[name], library.addresses[emitted.symbols[name]], library
-        )
+        name: CompiledKernel(func, symbols[name], linked.library.addresses[symbols[name]], linked)
         for name, func in kernels.items()
     }
 
 
-def _load(key: str, ir_text: str, symbols: tuple[str, ...], target: Target) -> LoadedLibrary:
+def _load(key: str, emitted: EmittedModule, target: Target) -> _Linked:
     with _loaded_lock:
-        library = _loaded.get(key)
-        if library is not None:
+        linked = _loaded.get(key)
+        if linked is not None:
             count(memory_hits=1)
-            return library
+            return linked
+        symbols = dict(emitted.symbols)
         obj = read_entry(key)
         if obj is None:
-            obj = compile_object(ir_text, target, ", ".join(symbols))
+            obj = compile_object(emitted.ir_text, target, ", ".join(symbols.values()))
             count(compiles=1)
             write_entry(key, obj)
-        library = load_object(obj, symbols, target)
-        _loaded[key] = library
-        return library
+        library = load_object(obj, tuple(symbols.values()), target)
+        code = KernelObject(key, obj, symbols, emitted.uses_parallel)
+        linked = _loaded[key] = _Linked(library, code)
+        return linked

@@ -12,8 +12,15 @@ harmless (both write the same bytes). An entry whose frame does not check out
 The directory is ``$RELAXJAX_CACHE_DIR`` (read at every lookup) or
 ``~/.cache/relaxjax``; entries live under ``llvm/`` (the CUDA backend keeps its PTX and
 cubins under ``cuda/``, through the same functions with ``namespace="cuda"``; the
-counters are shared). If it cannot be written,
+counters are shared; whole executables live under ``executables/``, see
+:mod:`relaxjax.runtime.artifact`, which frames its entries with :func:`read_frame` and
+:func:`write_frame` and keeps counters of its own). If it cannot be written,
 compilation still succeeds and the failure is counted in ``write_errors``.
+
+``$RELAXJAX_DISK_CACHE`` (read at every lookup) says what is cached on disk: ``all``
+(the default: objects and whole executables), ``objects`` (compiled code only; every
+new process traces, runs the passes and plans again), ``off`` (nothing is read or
+written; every new process compiles from scratch).
 """
 
 from __future__ import annotations
@@ -26,7 +33,21 @@ import threading
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-__all__ = ["CacheStats", "cache_dir", "cache_key", "cache_stats", "read_entry", "write_entry"]
+__all__ = [
+    "DISK_CACHE_MODES",
+    "CacheStats",
+    "cache_dir",
+    "cache_key",
+    "cache_stats",
+    "disk_cache_mode",
+    "read_entry",
+    "read_frame",
+    "write_entry",
+    "write_frame",
+]
+
+#: Values of ``$RELAXJAX_DISK_CACHE``: what the disk cache holds (see the module doc).
+DISK_CACHE_MODES = ("all", "objects", "off")
 
 MAGIC = b"RJLLVMO1"
 _HEADER = struct.Struct("<8sQ32s")
@@ -85,6 +106,20 @@ def cache_dir(namespace: str = "llvm") -> Path:
     return Path(root).expanduser() / namespace
 
 
+def disk_cache_mode() -> str:
+    """``$RELAXJAX_DISK_CACHE`` (``all`` when unset or empty): one of :data:`DISK_CACHE_MODES`.
+
+    Raises:
+        ValueError: the variable holds anything else.
+    """
+    mode = os.environ.get("RELAXJAX_DISK_CACHE", "").strip().lower() or "all"
+    if mode not in DISK_CACHE_MODES:
+        raise ValueError(
+            f"RELAXJAX_DISK_CACHE must be one of {', '.join(DISK_CACHE_MODES)}, got {mode!r}"
+        )
+    return mode
+
+
 def cache_key(ir_text: str, target_identity: str) -> str:
     """The content hash naming a compiled object: hex SHA-256 of target identity and IR."""
     digest = hashlib.sha256()
@@ -100,26 +135,48 @@ def entry_path(key: str, namespace: str = "llvm") -> Path:
 
 
 def read_entry(key: str, namespace: str = "llvm") -> bytes | None:
-    """The cached object for ``key``, or ``None`` if absent or failing its frame check."""
-    try:
-        data = entry_path(key, namespace).read_bytes()
-    except OSError:
+    """The cached object for ``key``, or ``None`` if absent, failing its frame check, or
+    the disk cache is off."""
+    if disk_cache_mode() == "off":
+        return None
+    status, payload = read_frame(entry_path(key, namespace))
+    if status == "miss":
         count(misses=1)
-        return None
-    payload = _unframe(data)
-    if payload is None:
+    elif status == "corrupt":
         count(misses=1, corrupt=1)
-        return None
-    count(hits=1)
+    else:
+        count(hits=1)
     return payload
 
 
 def write_entry(key: str, payload: bytes, namespace: str = "llvm") -> None:
-    """Store ``payload`` under ``key`` atomically (temporary file, then rename)."""
-    path = entry_path(key, namespace)
+    """Store ``payload`` under ``key`` atomically (temporary file, then rename); nothing
+    when the disk cache is off."""
+    if disk_cache_mode() == "off":
+        return
+    if not write_frame(entry_path(key, namespace), payload):
+        count(write_errors=1)
+
+
+def read_frame(path: Path) -> tuple[str, bytes | None]:
+    """``("hit", payload)`` for a file whose frame checks out, ``("miss", None)`` for no
+    readable file, ``("corrupt", None)`` for a truncated, altered or foreign one. Counts
+    nothing."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "miss", None
+    payload = _unframe(data)
+    return ("corrupt", None) if payload is None else ("hit", payload)
+
+
+def write_frame(path: Path, payload: bytes) -> bool:
+    """Write ``payload`` framed to ``path`` atomically: a temporary file in the same
+    directory, then ``os.replace`` (a reader never sees half a file; concurrent writers of
+    one path each replace it whole). Whether it was written; counts nothing."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(_frame(payload))
@@ -128,7 +185,8 @@ def write_entry(key: str, payload: bytes, namespace: str = "llvm") -> None:
             os.unlink(temp)
             raise
     except OSError:
-        count(write_errors=1)
+        return False
+    return True
 
 
 def _frame(payload: bytes) -> bytes:

@@ -59,6 +59,11 @@ class CompiledKernel:
         self._library = library  # keeps the machine code mapped while this object lives
         self._sources = func.symbol_sources()
 
+    @property
+    def library(self) -> object:
+        """What keeps the machine code mapped (shared by the kernels built together)."""
+        return self._library
+
     def __repr__(self) -> str:
         params = ", ".join(repr(p) for p in self.func.params)
         return f"<CompiledKernel {self.func.name}({params}) at {self.address:#x}>"
