@@ -34,8 +34,11 @@ epilogue or a separate init nest are left to the next rule.
 from __future__ import annotations
 
 from relaxjax import arith
+from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.rules.gpu.common import finish
 from relaxjax.schedule.rules.gpu.double_buffer import double_buffer
+from relaxjax.schedule.rules.gpu.gemv import gemv_kernel
+from relaxjax.schedule.rules.gpu.mma import mma_kernel
 from relaxjax.schedule.rules.gpu.reduction import reduction_rule
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
 from relaxjax.schedule.rules.patterns import MatmulMatch, match_matmul
@@ -75,7 +78,7 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
         _, ty, tx = sch.split(flat, [None, lanes, lanes])
         sch.bind(ty, "threadIdx.y")
         sch.bind(tx, "threadIdx.x")
-    store = sch.cache_write(c, 0, "local")
+    store = _register_tile(sch, c, match)
     sch.reverse_compute_at(store, j0)
     out = sch.get_loops(store)[-2:]
     r0, r1 = sch.split(out[0], [lanes, regs])
@@ -92,8 +95,20 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
     for loop in (k1, i2, j2):
         sch.unroll(loop)
     tiles = {f"{name}_shared" for name in operands}
-    done = _unguarded(finish(sch, params), tiles, {f"{match.output.name}_local"})
+    accumulator = match.output.name if match.epilogue is not None else f"{match.output.name}_local"
+    done = _unguarded(finish(sch, params), tiles, {accumulator})
     return double_buffer(done, tiles, params.limits) if params.double_buffer else done
+
+
+def _register_tile(sch: Schedule, c, match: MatmulMatch):
+    """The block that stores the register tile: a copy-back of the accumulator moved
+    to ``local`` scope, or the epilogue itself when the kernel has one (a cast to
+    float16, a bias, an activation: applied in registers, stored once), reading the
+    accumulator, which then lives in registers."""
+    if match.epilogue is None:
+        return sch.cache_write(c, 0, "local")
+    sch.set_scope(c, 0, "local")
+    return sch.get_block(match.epilogue.name)
 
 
 class _Unguard(StmtMutator):
@@ -155,6 +170,9 @@ def _gemv(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | N
     block reduce each output together (the reduction rule)."""
     if _reads_along_k(match):
         return reduction_rule(func, params)
+    kernel = gemv_kernel(func, match, params)
+    if kernel is not None:
+        return finish_gpu(kernel, params.limits)
     sch = Schedule(func)
     c = sch.get_block(match.update.name)
     store = sch.cache_write(c, 0, "local")
@@ -175,7 +193,7 @@ def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     """Schedule a (batched) matrix product for the GPU (see the module doc); None for
     other kernels."""
     match = match_matmul(func)
-    if match is None or match.init is not None or match.epilogue is not None:
+    if match is None or match.init is not None:
         return None
     if match.update.block.init is None:
         return None
@@ -183,7 +201,9 @@ def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     rows = match.i.extent
     if arith.compare(rows, "<=", params.gemv_rows) is True:
         return _gemv(func, match, params)
-    tiled = _tiled(func, match, params)
+    tiled = (mma_kernel(func, match, params) if params.tensor_cores else None) or _tiled(
+        func, match, params
+    )
     if arith.compare(rows, ">", params.gemv_rows) is True:
         return tiled
     gemv = _gemv(func, match, params)
