@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "cuda"))
 import relaxjax as relax  # noqa: E402
 from models import block_params, gpt_block, jax_block, mlp  # noqa: E402
 from op_cases import assert_matches, expected, jitted, op_cases, random_arrays  # noqa: E402
+from relaxjax import nn  # noqa: E402
 from relaxjax.runtime.cuda import DeviceArray, GraphPolicy, current_device, probe  # noqa: E402
 
 pytestmark = [
@@ -137,7 +138,7 @@ def _matmul_program(dtype: str, k: int, n: int, epilogue: bool):
 
     def program(a, b, bias, r):
         y = a @ b
-        return relax.nn.gelu(y + bias) * 0.5 + r if epilogue else y
+        return nn.gelu(y + bias) * 0.5 + r if epilogue else y
 
     program.__annotations__ = {
         "a": relax.Tensor(("m", k), dtype),
