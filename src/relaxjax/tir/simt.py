@@ -17,7 +17,8 @@ threads of one thread block and run concurrently, as on the GPU:
   A source lane the block does not have is an error.
 - ``mma_m16n8k16`` completes like a shuffle, for a whole warp of 32 lanes: the
   fragments of all lanes make ``A``, ``B`` and ``C`` (:func:`mma_fragments`), and each
-  lane gets its element of ``A @ B + C``.
+  lane gets its element of ``A @ B + C``; ``ldmatrix_x4`` likewise, the rows the lanes
+  give making four 8x8 matrices that are dealt out again in fragments.
 
 Run sequentially, the threads of a SIMT nest advance phase by phase: all threads up
 to the next barrier, then all threads to the one after. Between barriers the threads
@@ -39,7 +40,7 @@ from collections.abc import Callable, Sequence
 from relaxjax.errors import VerifyError
 from relaxjax.tir.expr import Call, IntImm, PrimExpr, as_expr
 from relaxjax.tir.functor import StmtVisitor
-from relaxjax.tir.intrinsics import GPU_INTRINSICS, MMA, SYNCTHREADS
+from relaxjax.tir.intrinsics import GPU_INTRINSICS, LDMATRIX, MMA, SYNCTHREADS
 from relaxjax.tir.stmt import Evaluate, Stmt
 
 __all__ = [
@@ -152,10 +153,30 @@ def _mma(values: dict[int, tuple], kernel: str) -> dict[int, object]:
     return results
 
 
+def _ldmatrix(values: dict[int, tuple], kernel: str) -> dict[int, object]:
+    """One ``ldmatrix_x4`` of a warp: lane ``L`` gave row ``L % 8`` of matrix ``L // 8``;
+    it gets element ``q`` of its share (see :mod:`relaxjax.tir.intrinsics`)."""
+    if len(values) != WARP_SIZE:
+        raise _fail(kernel, f"ldmatrix_x4 needs a whole warp of 32 lanes, got {len(values)}")
+    rows = {lane: args[2:] for lane, args in values.items()}
+    results = {}
+    for lane, args in values.items():
+        trans, q = int(args[0]), int(args[1])
+        matrix, half = q // 2, q % 2
+        r, c = lane // 4, 2 * (lane % 4) + half
+        if trans:
+            r, c = c, r
+        results[lane] = rows[8 * matrix + r][c]
+    return results
+
+
 def _shuffled(kind: str, values: dict[int, object], operands: dict[int, int], kernel: str):
-    """The results of one shuffle (or tensor-core product) of a warp: lane -> value."""
+    """The results of one shuffle (or tensor-core product, or matrix load) of a warp:
+    lane -> value."""
     if kind == MMA:
         return _mma(values, kernel)
+    if kind == LDMATRIX:
+        return _ldmatrix(values, kernel)
     results = {}
     for lane in values:
         operand = int(operands[lane])

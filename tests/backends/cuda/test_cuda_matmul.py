@@ -52,11 +52,16 @@ def test_half_matmuls_assemble_on_tensor_cores_without_spills(dtype, arch):
     assert dict(kernel.func.attrs)["schedule_rule"] == "matmul"
     kind = "bf16" if dtype == "bfloat16" else "f16"
     ptx = program.cuda.ptx
-    # 8 warps x (4 x 4 tiles of 16x8) x 2 steps of 16 per step of 32: 32 mma per step.
-    assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32") == 32
+    # Per step of 32 (two of 16), each warp's tile of 16x8 products: 4 x 4 (128x128
+    # tiles, more than 512 rows), 2 x 4 (64x128, up to 512), 1 x 4 (32x64, up to 64).
+    mma = f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32"
+    assert ptx.count(mma) == 2 * (16 + 8 + 4)
+    # ldmatrix per warp and step: A's row tiles, then B's column tiles in pairs (.trans).
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 * (4 + 2 + 1)
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 2 * (2 + 2 + 2)
     assert "ld.global.nc.v4.u32" in ptx and "st.shared.v4.u32" in ptx  # 128-bit staging
     resources = kernel.resources()
-    assert len(resources) == 2  # the GEMV (m <= 4) and the tiled launch
+    assert len(resources) == 4  # the GEMV (m <= 4) and three tile sizes
     for entry, used in resources.items():
         assert not used.spills and used.registers <= 255, f"{arch} {entry}: {used}"
     shared = sorted(used.shared_bytes for used in resources.values())
@@ -77,5 +82,6 @@ def test_one_row_products_and_epilogues_are_one_kernel_each(dtype):
     for kernel in program.cuda.kernels.values():
         for entry, used in kernel.resources().items():
             assert not used.spills, f"{entry}: {used}"
-    if dtype == "float32":
-        assert "ld.global.nc.v4.f32" in program.cuda.ptx  # the matrix in 128-bit loads
+    # The matrix in 128-bit loads (float16: raw bits, converted in registers).
+    wide = "ld.global.nc.v4.f32" if dtype == "float32" else "ld.global.nc.v4.u32"
+    assert wide in program.cuda.ptx

@@ -18,7 +18,7 @@ from relaxjax.tir import te
 from relaxjax.tir.buffer import Buffer
 from relaxjax.tir.expr import BufferLoad, Call, IntImm, const
 from relaxjax.tir.function import PrimFunc
-from relaxjax.tir.intrinsics import MMA
+from relaxjax.tir.intrinsics import LDMATRIX, MMA
 from relaxjax.tir.simt import mma_fragments
 from relaxjax.tir.stmt import Allocate, BufferStore, For, seq
 
@@ -79,6 +79,75 @@ def test_mma_in_the_interpreter_is_the_product_of_the_warp(dtype):
     np.testing.assert_allclose(run_both(func, a, b, c), want, rtol=1e-6, atol=1e-6)
 
 
+def _one_warp_ldmatrix(trans: int) -> PrimFunc:
+    """Each lane's 8 elements of ``ldmatrix_x4`` over a 16x16 tile staged in shared
+    memory: lane ``L`` points at row ``L % 8 + 8 * (L // 8 % 2)``, columns
+    ``8 * (L // 16)`` onward (the A-fragment addressing)."""
+    X = Buffer("X", (16, 16), "float16")
+    Y = Buffer("Y", (32, 8), "float16")
+    sh = Buffer("sh", (16, 16), "float16", None, "shared")
+    lane = arith.Sym("lane")
+    c = arith.Sym("c")
+    fill = For(
+        c,
+        0,
+        8,
+        "serial",
+        BufferStore(
+            sh, BufferLoad(X, (lane // 2, (lane % 2) * 8 + c)), (lane // 2, (lane % 2) * 8 + c)
+        ),
+    )
+    row, col = lane % 8 + 8 * ((lane // 8) % 2), 8 * (lane // 16)
+    args = [BufferLoad(sh, (row, col + e)) for e in range(8)]
+    loads = [
+        BufferStore(
+            Y, Call(LDMATRIX, (IntImm(trans, "int32"), IntImm(q, "int32"), *args)), (lane, q)
+        )
+        for q in range(8)
+    ]
+    from relaxjax.tir.simt import syncthreads
+
+    body = For(
+        lane, 0, 32, "thread_binding", seq(fill, syncthreads(), *loads), thread_tag="threadIdx.x"
+    )
+    block = For(
+        arith.Sym("blk"), 0, 1, "thread_binding", Allocate(sh, body), thread_tag="blockIdx.x"
+    )
+    return PrimFunc("ldm", (X, Y), block, num_outputs=1)
+
+
+@pytest.mark.parametrize("trans", [0, 1])
+def test_ldmatrix_deals_out_four_8x8_matrices(trans):
+    x = np.arange(256, dtype=np.float16).reshape(16, 16)
+    got = run_both(_one_warp_ldmatrix(trans), x)
+    # Matrices 0..3: rows 0-7/8-15 of columns 0-7, then of columns 8-15.
+    mats = [x[0:8, 0:8], x[8:16, 0:8], x[0:8, 8:16], x[8:16, 8:16]]
+    for lane in range(32):
+        for q in range(8):
+            r, c = lane // 4, 2 * (lane % 4) + q % 2
+            want = mats[q // 2][c, r] if trans else mats[q // 2][r, c]
+            assert got[lane, q] == want, (lane, q)
+    if not trans:  # without .trans the lanes hold exactly the mma A fragment
+        for lane in range(32):
+            frag = [x[i, j] for i, j in mma_fragments(lane)[0]]
+            assert list(got[lane]) == frag
+
+
+def test_ldmatrix_checks_its_operands():
+    sh = Buffer("sh", (16, 16), "float16", None, "shared")
+    row = [BufferLoad(sh, (0, e)) for e in range(8)]
+    with pytest.raises(ValueError, match="takes 10 arguments"):
+        Call(LDMATRIX, (IntImm(0, "int32"), *row))
+    with pytest.raises(ValueError, match="q of ldmatrix_x4 must be a constant 0..7"):
+        Call(LDMATRIX, (IntImm(0, "int32"), IntImm(8, "int32"), *row))
+    wide = Buffer("w", (16, 16), "float32", None, "shared")
+    with pytest.raises(TypeError, match="loads 16-bit elements, got float32"):
+        Call(
+            LDMATRIX,
+            (IntImm(1, "int32"), IntImm(0, "int32"), *[BufferLoad(wide, (0, e)) for e in range(8)]),
+        )
+
+
 def test_mma_checks_its_operands():
     half = [const(1.0, "float16")] * 12
     single = [const(0.0, "float32")] * 4
@@ -96,7 +165,9 @@ def test_mma_checks_its_operands():
 # --- the matmul rule on tensor cores ---------------------------------------------------
 
 n, K, m = arith.syms("n K m")
-SMALL = GpuParams(mma_tile_m=32, mma_tile_n=32, mma_step=16, mma_warps=(1, 2))
+SMALL = GpuParams(
+    mma_tile_m=32, mma_tile_n=32, mma_step=16, mma_warps=(1, 2), mma_small_tiles=()
+)
 
 
 def _product(dtype: str, epilogue: bool, batch: bool = False) -> PrimFunc:

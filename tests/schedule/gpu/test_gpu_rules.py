@@ -363,14 +363,14 @@ def test_one_row_products_read_the_matrix_once(transposed):
     text = str(func)
     assert "w_shared" not in text and "x_shared" not in text and "if n" not in text
     # W[j, k]: the threads of a block reduce each output together; W[k, j]: a block per
-    # 16 columns, four threads of 128-bit loads across each row segment, the rows split
-    # over 64 slices of threads (summed by shuffles, then across the warps).
+    # 8 columns, two threads of 128-bit loads across each 32-byte row segment, the rows
+    # split over 128 slices of threads (summed by shuffles, then across the warps).
     assert "shfl_xor" in text
     if not transposed:
-        assert 'for j_b in thread_binding((m + 15) // 16, thread="blockIdx.x"):' in text
+        assert 'for j_b in thread_binding((m + 7) // 8, thread="blockIdx.x"):' in text
         assert 'with allocate((1, 4), "float32", scope="local") as acc:' in text
-        assert "for k_step in range(k // 256):" in text  # unguarded, 4 rows in flight
-        assert "y[threadIdx_y, j_b * 16 + threadIdx_x * 4 + v_7] = total[()]" in text
+        assert "for k_step in range(k // 512):" in text  # unguarded, 4 rows in flight
+        assert "y[threadIdx_y, j_b * 8 + threadIdx_x * 4 + v_7] = total[()]" in text
     rng = np.random.default_rng(9)
     for depth, cols in ((300, 70), (5, 257)) + (() if transposed else ((0, 3),)):
         a = rng.random((1, depth), dtype=np.float32)

@@ -20,10 +20,11 @@ GPUs have:
   ``alloca``s (registers or local memory: libnvvm's address space 5 after SROA); a
   thread's symbolic-size buffer comes from the device heap (``malloc``), which works
   but is slow, so GPU rules avoid it;
-- intrinsics: ``mma_m16n8k16`` -> ``mma.sync.aligned.m16n8k16`` in inline PTX
-  (sm_80+); ``syncthreads()`` -> ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` /
-  ``shfl_down(v, offset)`` -> ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp
-  (values wider or narrower than 32 bits are shuffled as 32-bit pieces);
+- intrinsics: ``mma_m16n8k16`` -> ``mma.sync.aligned.m16n8k16`` and ``ldmatrix_x4``
+  -> ``ldmatrix.sync.aligned.m8n8.x4`` in inline PTX (sm_80+); ``syncthreads()`` ->
+  ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` / ``shfl_down(v, offset)`` ->
+  ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp (values wider or narrower than
+  32 bits are shuffled as 32-bit pieces);
 - a ``vectorized`` loop of constant extent up to 16 is unrolled, and buffer parameters
   are ``align 16``, so libnvvm merges the accesses of a thread into vector loads and
   stores (``ld.global.v4.f32``); one that copies 4, 8 or 16 contiguous bytes between
@@ -237,7 +238,7 @@ def _copy_parts(node: For) -> tuple[BufferStore, BufferLoad, PrimExpr | None] | 
     if not isinstance(value, BufferLoad) or value.buffer.dtype != store.buffer.dtype:
         return None
     for buffer, indices in ((store.buffer, store.indices), (value.buffer, value.indices)):
-        if buffer.scope not in ("global", "shared"):
+        if buffer.scope not in ("global", "shared", "local"):
             return None
         if vector_access(buffer, indices, node.var, node.extent) != "contiguous":
             return None
@@ -299,7 +300,10 @@ def _place_buffer(
     ):
         slot = emitter.prologue.alloca(element, size=ir.Constant(I64, max(elements, 1)))
         slot.name = buffer.name
-        slot.align = max(dtypes.itemsize(buffer.dtype), 4)
+        # 16-byte aligned when it can hold a vector: a vectorized copy into it is one
+        # 128-bit access (:func:`_vector_copy`).
+        nbytes = elements * dtypes.itemsize(buffer.dtype)
+        slot.align = 16 if nbytes >= 16 else max(dtypes.itemsize(buffer.dtype), 4)
         return slot
     return None
 
@@ -455,8 +459,52 @@ def _half_bits(emitter: FunctionEmitter, expr: PrimExpr) -> ir.Value:
     return builder.trunc(builder.lshr(bits, ir.Constant(I32, 16)), ir.IntType(16))
 
 
+def _ldmatrix(emitter: FunctionEmitter, node: Call) -> ir.Value:
+    """``ldmatrix_x4(trans, q, v0..v7)``: one ``ldmatrix`` in inline PTX at the address of
+    the lane's row ``v0..v7`` (shared memory), element ``q`` of the four registers. The
+    asm only reads memory, so the eight calls of one load become one instruction."""
+    builder = emitter.builder
+    trans, q = node.args[0].value, node.args[1].value
+    row = node.args[2:]
+    first = row[0]
+    for offset, load in enumerate(row):
+        if (
+            load.buffer != first.buffer
+            or load.buffer.scope != "shared"
+            or tuple(load.indices[:-1]) != tuple(first.indices[:-1])
+            or isinstance(load.indices[-1], PrimExpr)
+            or isinstance(first.indices[-1], PrimExpr)
+            or arith.compare(load.indices[-1] - first.indices[-1], "==", offset) is not True
+            or load.buffer.strides_or_default()[-1] != 1
+        ):
+            raise LoweringError(
+                "ldmatrix_x4 reads a row of 8 consecutive elements of one shared buffer"
+            )
+    pointer = element_pointer(emitter, first.buffer, first.indices)
+    address = builder.ptrtoint(pointer, I64)
+    result = ir.LiteralStructType([I32] * 4)
+    asm = ir.InlineAsm(
+        ir.FunctionType(result, [I64]),
+        f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16 "
+        "{$0,$1,$2,$3}, [$4];",
+        "=r,=r,=r,=r,l",
+        side_effect=False,
+    )
+    call = builder.call(asm, [address], attrs=("readonly", "nounwind"))
+    word = builder.extract_value(call, q // 2)
+    bits = builder.trunc(builder.lshr(word, ir.Constant(I32, 16 * (q % 2))), ir.IntType(16))
+    dtype = first.dtype
+    if dtype == "float16":
+        return builder.bitcast(bits, F16)
+    if dtype == "bfloat16":  # bfloat16 registers are float32 with the low half zero
+        wide = builder.shl(builder.zext(bits, I32), ir.Constant(I32, 16))
+        return builder.bitcast(wide, F32)
+    return bits
+
+
 _GPU_CALLS = {
     "mma_m16n8k16": _mma,
+    "ldmatrix_x4": _ldmatrix,
     "syncthreads": _syncthreads,
     "shfl_xor": functools.partial(_shuffle, "bfly"),
     "shfl_down": functools.partial(_shuffle, "down"),

@@ -2,28 +2,28 @@
 at the memory's bandwidth.
 
 For ``C[i, j] = sum_k f(A[i, k], W[k, j])`` with at most ``gemv_rows`` rows (the
-matrix read along its rows, ``W[k, j]``), a block takes ``C`` columns of ``W`` (four
-threads of 128-bit loads across a 64-byte row segment) and splits the reduction over
-``S`` slices of threads (``threadIdx.y``), slice ``s`` taking rows ``k = s, s + S,
-...``: a warp reads eight whole 64-byte segments at once, every element of ``W`` is
-read by one thread, and each thread keeps ``rows x V`` float accumulators in
-registers (``V`` elements per 128-bit load)::
+matrix read along its rows, ``W[k, j]``), a block takes ``C`` columns of ``W``: a
+32-byte segment of each row (two threads of 128-bit loads, ``V`` elements each: 8
+float32 or 16 float16 columns, so 512 or 256 blocks for 4096 columns). Its 256
+threads split the reduction over ``S = 128`` slices (``threadIdx.z`` warps of
+``threadIdx.y`` slices), slice ``s`` taking rows ``k = s, s + S, ...``: a warp reads
+16 whole segments at once, every element of ``W`` is read by one thread, and each
+thread keeps ``rows x V`` float32 accumulators in registers::
 
     for j_b in thread_binding(ceil(N / C), thread="blockIdx.x"):
         red[warps, rows, C] (shared)
-        for ty in thread_binding(S, thread="threadIdx.y"):
-            for tx in thread_binding(4, thread="threadIdx.x"):
-                acc[rows, V] = 0
-                for k_0 in range(K // (S * U)):          # unguarded, U rows in flight
-                    for u in unrolled(U):
-                        w[0:V] = W[(k_0 * U + u) * S + ty, j_b * C + tx * V : ...]  # one load
-                        acc[r, v] += f(A[r, k], w[v])
-                for k_1 in range(ceil(K % (S * U) / S)):  # the rest, guarded
-                    ...
-                acc += shfl_xor(acc, 4 | 8 | 16)          # the warp's slices summed
-                red[warp, r, tx * V + v] = acc            # one lane group per warp
-                syncthreads()
-                C[r, j_b * C + c] = epilogue(sum_w red[w, r, c])   # a thread per output
+        for tz, ty, tx in threadIdx.z (8 warps), threadIdx.y (16), threadIdx.x (2):
+            acc[rows, V] = 0
+            for k_step in range(K // (S * 4)):          # unguarded, 4 rows in flight
+                for u in unrolled(4):
+                    w[0:V] = W[(k_step * 4 + u) * S + slice, j_b * C + tx * V : ...]
+                    acc[r, v] += f(A[r, k], w[v])       # float16: converted in registers
+            for k_rest in range(...): ...               # the last rows, guarded
+            acc += shfl_xor(acc, 2 | 4 | 8 | 16)        # the warp's slices summed
+            if ty == 0: red[tz, r, tx * V + v] = acc    # one lane pair per warp
+            syncthreads()
+            if tz == 0 and ty < rows:                   # a thread per V outputs
+                C[ty, j_b * C + tx * V + v] = epilogue(sum_w red[w, ty, tx * V + v])
 
 The epilogue of the kernel (a cast to float16, a bias, an activation) is applied to
 the sum before the one store. With symbolic rows (``m <= gemv_rows`` tested at run
@@ -60,8 +60,8 @@ from relaxjax.tir.stmt import Allocate, BufferStore, For, IfThenElse, Stmt, seq
 
 __all__ = ["gemv_kernel"]
 
-#: Bytes of a row segment one group of threads reads per step (two 32-byte sectors).
-SEGMENT_BYTES = 64
+#: Bytes of a row segment one group of threads reads per step (one 32-byte sector).
+SEGMENT_BYTES = 32
 #: Rows of the matrix each thread has in flight per step of the unguarded loop.
 UNROLL = 4
 
@@ -172,6 +172,7 @@ def gemv_kernel(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFu
     # as they are loaded, element by element (libnvvm cannot split a vector conversion).
     held = _converted_dtype(block, matrix)
     w = Buffer(namer.fresh("w"), (lanes,), held, None, "local")
+    raw = Buffer(namer.fresh("w_raw"), (lanes,), matrix.dtype, None, "local")
     red = Buffer(namer.fresh("red"), (warps, rows, cols), acc_dtype, None, "shared")
     total = Buffer(namer.fresh("total"), (), acc_dtype, None, "local")
 
@@ -185,9 +186,14 @@ def gemv_kernel(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFu
         loaded: PrimExpr = BufferLoad(matrix, load_index)
         if col_guard is not None:
             loaded = Call(LAZY_SELECT, (col_guard, loaded, make_const(0, matrix.dtype)))
-        loaded = cast(loaded, held)
         f = sym("v")
-        fetch = For(f, 0, lanes, "vectorized", BufferStore(w, substitute(loaded, {v: f}), (f,)))
+        if held == matrix.dtype:
+            fetch = For(f, 0, lanes, "vectorized", BufferStore(w, substitute(loaded, {v: f}), (f,)))
+        else:  # one 128-bit load of the raw elements, then converted one by one
+            c = sym("v")
+            copy = BufferStore(raw, substitute(loaded, {v: f}), (f,))
+            convert = BufferStore(w, cast(BufferLoad(raw, (c,)), held), (c,))
+            fetch = seq(For(f, 0, lanes, "vectorized", copy), For(c, 0, lanes, "unrolled", convert))
         row_guard = None if rows_known else _less(r, rows_dim)
         mapping = {**where, v_i: r}
         value = _Operands(mapping, (matrix,), BufferLoad(w, (v,)), row_guard).visit_expr(
@@ -272,6 +278,8 @@ def gemv_kernel(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFu
             w, Allocate(total, seq(init, main, rest, combine, publish, syncthreads(), outputs))
         ),
     )
+    if held != matrix.dtype:
+        thread = Allocate(raw, thread)
     body = For(tx, 0, group, "thread_binding", thread, thread_tag="threadIdx.x")
     body = For(ty, 0, WARP_SIZE // group, "thread_binding", body, thread_tag="threadIdx.y")
     body = For(tz, 0, warps, "thread_binding", body, thread_tag="threadIdx.z")

@@ -33,6 +33,8 @@ epilogue or a separate init nest are left to the next rule.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from relaxjax import arith
 from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.rules.gpu.common import finish
@@ -189,6 +191,30 @@ def _gemv(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | N
     return finish(sch, params)
 
 
+def _tensor_cores(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | None:
+    """The tensor-core kernel (:mod:`.mma`), with the smaller tiles of
+    ``params.mma_small_tiles`` for few rows (chosen at run time when ``m`` is symbolic);
+    None when the product is not one for tensor cores."""
+    result = mma_kernel(func, match, params)
+    if result is None:
+        return None
+    rows = match.i.extent
+    for limit, tile_m, tile_n, warps_m, warps_n in sorted(params.mma_small_tiles, reverse=True):
+        if arith.compare(rows, ">", limit) is True:
+            continue
+        small_params = replace(
+            params, mma_tile_m=tile_m, mma_tile_n=tile_n, mma_warps=(warps_m, warps_n)
+        )
+        small = mma_kernel(func, match, small_params)
+        if small is None:
+            continue
+        if arith.compare(rows, "<=", limit) is True:
+            result = small
+        else:
+            result = choose(binop("<=", IndexExpr(rows), IndexExpr(limit)), small, result)
+    return result
+
+
 def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     """Schedule a (batched) matrix product for the GPU (see the module doc); None for
     other kernels."""
@@ -201,7 +227,7 @@ def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     rows = match.i.extent
     if arith.compare(rows, "<=", params.gemv_rows) is True:
         return _gemv(func, match, params)
-    tiled = (mma_kernel(func, match, params) if params.tensor_cores else None) or _tiled(
+    tiled = (_tensor_cores(func, match, params) if params.tensor_cores else None) or _tiled(
         func, match, params
     )
     if arith.compare(rows, ">", params.gemv_rows) is True:

@@ -8,8 +8,9 @@ whose float32 accumulators stay in registers (``acc[mt, nt, 0:4]``, the PTX
 fragment layout). The reduction runs in steps of ``BK``: the block copies the step's
 slices of ``A`` and ``B`` into shared memory (rows padded by 8 elements, so the
 fragment loads of a warp hit 32 different banks; the padding is in the strides only),
-zero-padded at the edges; then each
-warp loads its fragments and multiplies, ``BK / 16`` tensor-core steps::
+zero-padded at the edges; then each warp loads its fragments (``ldmatrix``: four 8x8
+matrices per instruction, ``B``'s transposed) and multiplies, ``BK / 16`` tensor-core
+steps::
 
     for i_b, j_b in blockIdx.y, blockIdx.x:                # ceil(M / BM) x ceil(N / BN)
         A_sh[BM, BK + 8], B_sh[BK, BN + 8]                  # shared, double buffered
@@ -18,8 +19,8 @@ warp loads its fragments and multiplies, ``BK / 16`` tensor-core steps::
             for k_0 in range(ceil(K / BK)):
                 A_sh[...] = A[...] (0 past the edges); B_sh[...] = B[...]
                 for ks in unrolled(BK / 16):
-                    a[mt, 0:8] = A_sh[<lane's fragment of rows mt>]
-                    b[nt, 0:4] = B_sh[<lane's fragment of columns nt>]
+                    a[mt, 0:8] = ldmatrix_x4(A_sh[<row of rows mt>])
+                    b[nt:nt+2, 0:4] = ldmatrix_x4.trans(B_sh[<k row, columns nt:nt+2>])
                     acc[mt, nt, q] = mma_m16n8k16(q, a[mt, :], b[nt, :], acc[mt, nt, :])
             C[<lane's elements>] = epilogue(acc[mt, nt, q])  # guarded at the edges
 
@@ -53,7 +54,7 @@ from relaxjax.tir.expr import (
 )
 from relaxjax.tir.function import PrimFunc
 from relaxjax.tir.functor import StmtMutator
-from relaxjax.tir.intrinsics import LAZY_SELECT, MMA, MMA_DTYPES
+from relaxjax.tir.intrinsics import LAZY_SELECT, LDMATRIX, MMA, MMA_DTYPES
 from relaxjax.tir.math import logical_and
 from relaxjax.tir.simt import WARP_SIZE
 from relaxjax.tir.stmt import Allocate, BufferStore, For, IfThenElse, Stmt, seq
@@ -114,7 +115,7 @@ def _fits(params: GpuParams) -> bool:
     threads = wm * wn * WARP_SIZE
     return (
         bm % (wm * 16) == 0
-        and bn % (wn * 8) == 0
+        and bn % (wn * 16) == 0  # column tiles in pairs (one ldmatrix.x4.trans each)
         and bk % 16 == 0
         and (bm * bk) % (threads * COPY_LANES) == 0
         and (bk * bn) % (threads * COPY_LANES) == 0
@@ -205,21 +206,32 @@ def mma_kernel(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFun
     ks = sym("ks")
 
     def frags() -> Stmt:
-        mt = sym("mt")
-        a_stmts = []
-        for e_ in range(8):
-            r = warp_m * (bm // wm) + mt * 16 + g + 8 * ((e_ // 2) % 2)
-            c = ks * 16 + 2 * t + e_ % 2 + 8 * (e_ // 4)
-            a_stmts.append(BufferStore(a_frag, BufferLoad(a_sh, (r, c)), (mt, e_)))
-        nt = sym("nt")
-        b_stmts = []
-        for e_ in range(4):
-            r = ks * 16 + 2 * t + e_ % 2 + 8 * (e_ // 2)
-            c = warp_n * (bn // wn) + nt * 8 + g
-            b_stmts.append(BufferStore(b_frag, BufferLoad(b_sh, (r, c)), (nt, e_)))
+        """The warp's fragments from shared memory, ``ldmatrix`` by ``ldmatrix``: lane
+        ``L`` points at row ``L % 8`` of 8x8 matrix ``L // 8`` of a 16x16 block (``A``:
+        the rows of ``mt``; ``B``, transposed: ``k`` rows of two column tiles)."""
+        mt, nt2 = sym("mt"), sym("nt2")
+        quarter, half = lane % 8 + 8 * ((lane // 8) % 2), 8 * (lane // 16)
+        a_row = warp_m * (bm // wm) + mt * 16 + quarter
+        a_args = [BufferLoad(a_sh, (a_row, ks * 16 + half + e)) for e in range(8)]
+        a_stmts = [
+            BufferStore(
+                a_frag, Call(LDMATRIX, (IntImm(0, "int32"), IntImm(q, "int32"), *a_args)), (mt, q)
+            )
+            for q in range(8)
+        ]
+        b_col = warp_n * (bn // wn) + nt2 * 16 + half
+        b_args = [BufferLoad(b_sh, (ks * 16 + quarter, b_col + e)) for e in range(8)]
+        b_stmts = [
+            BufferStore(
+                b_frag,
+                Call(LDMATRIX, (IntImm(1, "int32"), IntImm(q, "int32"), *b_args)),
+                (nt2 * 2 + q // 4, q % 4),
+            )
+            for q in range(8)
+        ]
         return seq(
             For(mt, 0, mt_count, "unrolled", seq(*a_stmts)),
-            For(nt, 0, nt_count, "unrolled", seq(*b_stmts)),
+            For(nt2, 0, nt_count // 2, "unrolled", seq(*b_stmts)),
         )
 
     def products() -> Stmt:
