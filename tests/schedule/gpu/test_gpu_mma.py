@@ -245,6 +245,18 @@ def test_tensor_core_products_of_any_sizes_and_batches():
         _check(func, "float16", shape, False, rng, batch=2)
 
 
+def test_few_rows_take_smaller_tensor_core_tiles_chosen_at_run_time():
+    # rows <= 4: the GEMV; <= 8: 16x16 tiles in steps of 32 (one warp); more: 32x32.
+    params = replace(SMALL, mma_small_tiles=((8, 16, 16, 32, 1, 1),))
+    func = matmul_rule(_product("float16", epilogue=True), params)
+    text = str(func)
+    assert "if n <= 4:" in text and "if n <= 8:" in text
+    assert 'allocate((2, 16, 32), "float16", strides=(640, 40, 1), scope="shared")' in text
+    rng = np.random.default_rng(8)
+    for rows in (3, 6, 8, 20):
+        _check(func, "float16", (rows, 45, 21), True, rng)
+
+
 def test_tensor_cores_follow_the_target_architecture():
     class Target:
         kind = "cuda"

@@ -199,11 +199,17 @@ def _tensor_cores(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> Prim
     if result is None:
         return None
     rows = match.i.extent
-    for limit, tile_m, tile_n, warps_m, warps_n in sorted(params.mma_small_tiles, reverse=True):
+    for limit, tile_m, tile_n, step, warps_m, warps_n in sorted(
+        params.mma_small_tiles, reverse=True
+    ):
         if arith.compare(rows, ">", limit) is True:
             continue
         small_params = replace(
-            params, mma_tile_m=tile_m, mma_tile_n=tile_n, mma_warps=(warps_m, warps_n)
+            params,
+            mma_tile_m=tile_m,
+            mma_tile_n=tile_n,
+            mma_step=step,
+            mma_warps=(warps_m, warps_n),
         )
         small = mma_kernel(func, match, small_params)
         if small is None:

@@ -35,8 +35,8 @@ class GpuParams:
     bfloat16 products on tensor cores (``tensor_cores``: the target is sm_80 or newer)
     in ``mma_tile_m x mma_tile_n`` tiles per block of ``mma_warps`` (rows, columns)
     warps, in steps of ``mma_step``, or for at most ``rows`` rows the smaller tiles
-    ``(rows, tile_m, tile_n, warps_m, warps_n)`` of ``mma_small_tiles`` (more blocks
-    for the SMs, fewer idle rows); a
+    ``(rows, tile_m, tile_n, step, warps_m, warps_n)`` of ``mma_small_tiles`` (more
+    blocks for the SMs, fewer idle rows, longer steps: fewer waits on memory); a
     reduction of everything to one value runs on ``partial_blocks`` blocks,
     then one; the ``parallel`` loops of kernels written as plain loops (a sort per
     row) run a thread per iteration in blocks of ``loop_threads``; ``limits``: what a
@@ -58,9 +58,9 @@ class GpuParams:
     mma_tile_n: int = 128
     mma_step: int = 32
     mma_warps: tuple[int, int] = (2, 4)
-    mma_small_tiles: tuple[tuple[int, int, int, int, int], ...] = (
-        (64, 32, 64, 2, 2),
-        (512, 64, 128, 2, 4),
+    mma_small_tiles: tuple[tuple[int, int, int, int, int, int], ...] = (
+        (64, 32, 32, 128, 2, 1),
+        (512, 64, 64, 64, 2, 2),
     )
     partial_blocks: int = 128
     loop_threads: int = 64
