@@ -165,9 +165,7 @@ def test_mma_checks_its_operands():
 # --- the matmul rule on tensor cores ---------------------------------------------------
 
 n, K, m = arith.syms("n K m")
-SMALL = GpuParams(
-    mma_tile_m=32, mma_tile_n=32, mma_step=16, mma_warps=(1, 2), mma_small_tiles=()
-)
+SMALL = GpuParams(mma_tile_m=32, mma_tile_n=32, mma_step=16, mma_warps=(1, 2), mma_small_tiles=())
 
 
 def _product(dtype: str, epilogue: bool, batch: bool = False) -> PrimFunc:
@@ -223,8 +221,9 @@ def test_the_matmul_rule_runs_half_products_on_tensor_cores(dtype):
 
     func = matmul_rule(_product(dtype, epilogue=True), SMALL)
     text = str(func)
-    assert "mma_m16n8k16(int32(0), " in text and "    if n <= 4:" in text  # GEMV for few rows
-    tiled = text.split("    else:\n")[1]
+    # The GEMV for up to 4, then 8 rows (16 accumulators of 8 lanes per thread).
+    assert "mma_m16n8k16(int32(0), " in text and "    if n <= 4:" in text and "if n <= 8:" in text
+    tiled = text.split("else:\n")[-1]
     # Double-buffered shared tiles, rows padded by 8 elements (the strides only).
     assert f'allocate((2, 32, 16), "{dtype}", strides=(768, 24, 1), scope="shared")' in tiled
     assert f'allocate((2, 16, 32), "{dtype}", strides=(640, 40, 1), scope="shared")' in tiled
@@ -246,14 +245,14 @@ def test_tensor_core_products_of_any_sizes_and_batches():
 
 
 def test_few_rows_take_smaller_tensor_core_tiles_chosen_at_run_time():
-    # rows <= 4: the GEMV; <= 8: 16x16 tiles in steps of 32 (one warp); more: 32x32.
-    params = replace(SMALL, mma_small_tiles=((8, 16, 16, 32, 1, 1),))
+    # rows <= 8: the GEMVs; <= 12: 16x16 tiles in steps of 32 (one warp); more: 32x32.
+    params = replace(SMALL, mma_small_tiles=((12, 16, 16, 32, 1, 1),))
     func = matmul_rule(_product("float16", epilogue=True), params)
     text = str(func)
-    assert "if n <= 4:" in text and "if n <= 8:" in text
+    assert "if n <= 4:" in text and "if n <= 8:" in text and "if n <= 12:" in text
     assert 'allocate((2, 16, 32), "float16", strides=(640, 40, 1), scope="shared")' in text
     rng = np.random.default_rng(8)
-    for rows in (3, 6, 8, 20):
+    for rows in (3, 6, 10, 20):
         _check(func, "float16", (rows, 45, 21), True, rng)
 
 

@@ -23,7 +23,8 @@ ends), so the multiply-add loop runs without guards for any size. They are doubl
 buffered (``double_buffer``): the next step's slices load while the threads multiply
 the current ones, one barrier per step.
 
-Products with few rows (``m <= gemv_rows``, known or tested at run time) read each
+Products with few rows (``m <= gemv_rows``, or up to 16 float32 / 8 float16 rows of a
+matrix read along its rows; known or tested at run time) read each
 element of the matrix once: a thread per output element, along the contiguous axis
 of the matrix, runs the reduction itself in a register, rows on ``blockIdx.y``
 (``if m <= 4: <gemv> else: <tiled>`` when ``m`` is symbolic). Other layouts and
@@ -231,15 +232,31 @@ def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
         return None
     params = gpu_params(target)
     rows = match.i.extent
-    if arith.compare(rows, "<=", params.gemv_rows) is True:
-        return _gemv(func, match, params)
+    # The GEMV for up to gemv_rows rows, then (few rows of a matrix read along its rows)
+    # one for up to the limit, then the tiles; chosen at run time for symbolic rows.
+    for limit in sorted({params.gemv_rows, _gemv_limit(match, params)}):
+        if arith.compare(rows, "<=", limit) is True:
+            return _gemv(func, match, replace(params, gemv_rows=limit))
     tiled = (_tensor_cores(func, match, params) if params.tensor_cores else None) or _tiled(
         func, match, params
     )
-    if arith.compare(rows, ">", params.gemv_rows) is True:
-        return tiled
-    gemv = _gemv(func, match, params)
-    if gemv is None:
-        return tiled
-    small = binop("<=", IndexExpr(rows), IndexExpr(params.gemv_rows))
-    return choose(small, gemv, tiled)
+    result = tiled
+    for limit in sorted({params.gemv_rows, _gemv_limit(match, params)}, reverse=True):
+        if arith.compare(rows, ">", limit) is True:
+            continue
+        gemv = _gemv(func, match, replace(params, gemv_rows=limit))
+        if gemv is not None:
+            small = binop("<=", IndexExpr(rows), IndexExpr(limit))
+            result = choose(small, gemv, result)
+    return result
+
+
+def _gemv_limit(match: MatmulMatch, params: GpuParams) -> int:
+    """The most rows the product runs as a GEMV: ``gemv_rows``, or, for a matrix read
+    along its rows, as many as keep ``gemv_registers`` accumulators per thread (rows x
+    the elements of a 128-bit load: 16 rows of float32, 8 of float16), since it still
+    reads the matrix once."""
+    if _reads_along_k(match) or len(match.right_operands) != 1:
+        return params.gemv_rows
+    lanes = params.lanes(match.right_operands[0].dtype)
+    return max(params.gemv_rows, params.gemv_registers // lanes)

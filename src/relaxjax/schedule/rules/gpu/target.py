@@ -31,7 +31,9 @@ class GpuParams:
     elements; matrix products: ``matmul_tile`` x ``matmul_tile`` tiles per block in
     steps of ``matmul_step`` along the reduction, ``matmul_regs`` x ``matmul_regs``
     accumulators per thread, the tiles double buffered unless ``double_buffer`` is
-    False, and the matrix-vector schedule for at most ``gemv_rows`` rows; float16 and
+    False, and the matrix-vector schedule for at most ``gemv_rows`` rows (more, while
+    they keep at most ``gemv_registers`` accumulators per thread, for a matrix read
+    along its rows); float16 and
     bfloat16 products on tensor cores (``tensor_cores``: the target is sm_80 or newer)
     in ``mma_tile_m x mma_tile_n`` tiles per block of ``mma_warps`` (rows, columns)
     warps, in steps of ``mma_step``, or for at most ``rows`` rows the smaller tiles
@@ -53,6 +55,7 @@ class GpuParams:
     matmul_step: int = 16
     double_buffer: bool = True
     gemv_rows: int = 4
+    gemv_registers: int = 64
     tensor_cores: bool = True
     mma_tile_m: int = 128
     mma_tile_n: int = 128
