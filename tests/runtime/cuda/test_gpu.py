@@ -154,7 +154,12 @@ def _matmul_reference(a, b, bias, r, epilogue: bool):
     import jax
     import jax.numpy as jnp
 
-    y = jnp.matmul(jnp.asarray(a), jnp.asarray(b), preferred_element_type=jnp.float32)
+    y = jnp.matmul(
+        jnp.asarray(a),
+        jnp.asarray(b),
+        preferred_element_type=jnp.float32,
+        precision=jax.lax.Precision.HIGHEST,  # no TF32 for the float32 reference
+    )
     y = y.astype(a.dtype)
     if epilogue:
         y = jax.nn.gelu(y + jnp.asarray(bias)) * jnp.asarray(0.5, a.dtype) + jnp.asarray(r)
