@@ -33,7 +33,15 @@ import numpy as np
 from relaxjax import arith, dtypes
 from relaxjax.arith import Dim
 from relaxjax.tir.buffer import Buffer, as_dim, check_name
-from relaxjax.tir.intrinsics import INTRINSICS, LAZY_SELECT, SHUFFLES, SYNCTHREADS
+from relaxjax.tir.intrinsics import (
+    INTRINSICS,
+    LAZY_SELECT,
+    LDMATRIX,
+    MMA,
+    MMA_DTYPES,
+    SHUFFLES,
+    SYNCTHREADS,
+)
 
 INDEX_DTYPE = "int64"
 
@@ -432,6 +440,12 @@ class Call(PrimExpr):
         if self.intrinsic in SHUFFLES:
             _check_shuffle(self.intrinsic, args)
             return
+        if self.intrinsic == MMA:
+            _check_mma(args)
+            return
+        if self.intrinsic == LDMATRIX:
+            _check_ldmatrix(args)
+            return
         spec = INTRINSICS.get(self.intrinsic)
         if spec is None:
             raise ValueError(
@@ -460,6 +474,10 @@ class Call(PrimExpr):
             return "int32"
         if self.intrinsic in SHUFFLES:
             return self.args[0].dtype
+        if self.intrinsic == MMA:
+            return "float32"
+        if self.intrinsic == LDMATRIX:
+            return self.args[2].dtype
         if INTRINSICS[self.intrinsic].result == "bool":
             return "bool"
         return self.args[0].dtype
@@ -473,6 +491,37 @@ def _check_shuffle(name: str, args: tuple[PrimExpr, ...]) -> None:
         raise TypeError(f"{name} shuffles an int or float value, got {value.dtype}")
     if not dtypes.is_integer(lane.dtype):
         raise TypeError(f"the lane operand of {name} must be an integer, got {lane.dtype}")
+
+
+def _check_mma(args: tuple[PrimExpr, ...]) -> None:
+    if len(args) != 17:
+        raise ValueError(f"{MMA} takes 17 arguments (q, a0..a7, b0..b3, c0..c3), got {len(args)}")
+    q = args[0]
+    if not (isinstance(q, IntImm) and 0 <= q.value < 4):
+        raise ValueError(f"the element index q of {MMA} must be a constant 0..3, got {q}")
+    operands = {arg.dtype for arg in args[1:13]}
+    if len(operands) != 1 or not operands <= set(MMA_DTYPES):
+        raise TypeError(
+            f"the a and b fragments of {MMA} must all be one of {', '.join(MMA_DTYPES)}, "
+            f"got {sorted(operands)}"
+        )
+    if {arg.dtype for arg in args[13:]} != {"float32"}:
+        raise TypeError(f"the c fragment of {MMA} must be float32")
+
+
+def _check_ldmatrix(args: tuple[PrimExpr, ...]) -> None:
+    if len(args) != 10:
+        raise ValueError(f"{LDMATRIX} takes 10 arguments (trans, q, v0..v7), got {len(args)}")
+    trans, q = args[:2]
+    if not (isinstance(trans, IntImm) and trans.value in (0, 1)):
+        raise ValueError(f"trans of {LDMATRIX} must be a constant 0 or 1, got {trans}")
+    if not (isinstance(q, IntImm) and 0 <= q.value < 8):
+        raise ValueError(f"the element index q of {LDMATRIX} must be a constant 0..7, got {q}")
+    row = args[2:]
+    if not all(isinstance(v, BufferLoad) for v in row) or len({v.buffer for v in row}) != 1:
+        raise TypeError(f"the row of {LDMATRIX} must be 8 loads of one buffer")
+    if dtypes.itemsize(row[0].dtype) != 2:
+        raise TypeError(f"{LDMATRIX} loads 16-bit elements, got {row[0].dtype}")
 
 
 # --- construction helpers ---------------------------------------------------------------

@@ -30,6 +30,19 @@ only meaningful inside a ``thread_binding`` nest over ``threadIdx`` (see
   thread's own ``value`` when that lane is past the end of the warp
   (``__shfl_down_sync``).
 
+- ``mma_m16n8k16(q, a0..a7, b0..b3, c0..c3)``: the tensor-core product of the warp
+  (``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32``): each lane
+  holds its fragments of a 16x16 ``A``, a 16x8 ``B`` (float16 or bfloat16) and a 16x8
+  float32 ``C`` in the PTX ISA's layout; the value is element ``q`` (0..3) of the
+  lane's fragment of ``D = A @ B + C``.
+
+- ``ldmatrix_x4(trans, q, v0..v7)``: the warp's load of four 8x8 matrices of 16-bit
+  elements from shared memory (``ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16``):
+  lane ``L`` gives row ``L % 8`` of matrix ``L // 8`` (``v0..v7``: eight consecutive
+  elements of one shared buffer, 16-byte aligned); the value is element ``q`` (0..7)
+  of what the lane receives, ``q % 2`` of register ``q // 2``: element ``(L // 4,
+  2 * (L % 4) + q % 2)`` of matrix ``q // 2``, transposed with ``trans``.
+
 A warp is 32 threads of consecutive linear ids ``x + X * (y + Y * z)``.
 """
 
@@ -93,7 +106,13 @@ LAZY_SELECT = "if_then_else"
 SYNCTHREADS = "syncthreads"
 #: Warp shuffles: ``(value, lane operand)`` -> the value's dtype.
 SHUFFLES: tuple[str, ...] = ("shfl_xor", "shfl_down")
+#: The warp's tensor-core multiply-accumulate: ``(q, a0..a7, b0..b3, c0..c3)`` -> float32.
+MMA = "mma_m16n8k16"
+#: Operand dtypes of :data:`MMA` (``a`` and ``b``; ``c`` and the result are float32).
+MMA_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+#: The warp's load of four 8x8 matrices: ``(trans, q, v0..v7)`` -> the elements' dtype.
+LDMATRIX = "ldmatrix_x4"
 #: Intrinsics that synchronise the threads of a GPU kernel (see the module doc).
-GPU_INTRINSICS: frozenset[str] = frozenset((SYNCTHREADS, *SHUFFLES))
+GPU_INTRINSICS: frozenset[str] = frozenset((SYNCTHREADS, *SHUFFLES, MMA, LDMATRIX))
 
 INTRINSIC_NAMES: frozenset[str] = frozenset(INTRINSICS) | {LAZY_SELECT} | GPU_INTRINSICS

@@ -42,7 +42,7 @@ from relaxjax.tir.fastpath import (
     vectorizable,
 )
 from relaxjax.tir.functor import StmtVisitor
-from relaxjax.tir.intrinsics import LAZY_SELECT, SHUFFLES
+from relaxjax.tir.intrinsics import LAZY_SELECT, LDMATRIX, MMA, SHUFFLES
 from relaxjax.tir.printer import expr_text
 from relaxjax.tir.pyruntime import RUNTIME
 from relaxjax.tir.simt import is_barrier, run_block, uses_sync
@@ -197,6 +197,9 @@ class _Codegen:
         if e.intrinsic in SHUFFLES:
             site = self.sync_site(e.intrinsic)
             return f"(yield ({e.intrinsic!r}, {site}, {args[0]}, {args[1]}))"
+        if e.intrinsic in (MMA, LDMATRIX):
+            site = self.sync_site(e.intrinsic)
+            return f"(yield ({e.intrinsic!r}, {site}, ({', '.join(args)},), 0))"
         if e.intrinsic == LAZY_SELECT:
             return f"({args[1]} if {args[0]} else {args[2]})"
         special = {

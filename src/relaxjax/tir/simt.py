@@ -15,6 +15,10 @@ threads of one thread block and run concurrently, as on the GPU:
   each gets the value of its source lane, ``lane ^ mask`` for ``shfl_xor`` and
   ``lane + offset`` for ``shfl_down`` (its own value when that is past lane 31).
   A source lane the block does not have is an error.
+- ``mma_m16n8k16`` completes like a shuffle, for a whole warp of 32 lanes: the
+  fragments of all lanes make ``A``, ``B`` and ``C`` (:func:`mma_fragments`), and each
+  lane gets its element of ``A @ B + C``; ``ldmatrix_x4`` likewise, the rows the lanes
+  give making four 8x8 matrices that are dealt out again in fragments.
 
 Run sequentially, the threads of a SIMT nest advance phase by phase: all threads up
 to the next barrier, then all threads to the one after. Between barriers the threads
@@ -36,12 +40,13 @@ from collections.abc import Callable, Sequence
 from relaxjax.errors import VerifyError
 from relaxjax.tir.expr import Call, IntImm, PrimExpr, as_expr
 from relaxjax.tir.functor import StmtVisitor
-from relaxjax.tir.intrinsics import GPU_INTRINSICS, SYNCTHREADS
+from relaxjax.tir.intrinsics import GPU_INTRINSICS, LDMATRIX, MMA, SYNCTHREADS
 from relaxjax.tir.stmt import Evaluate, Stmt
 
 __all__ = [
     "WARP_SIZE",
     "is_barrier",
+    "mma_fragments",
     "run_block",
     "shfl_down",
     "shfl_xor",
@@ -112,8 +117,66 @@ def _fail(kernel: str, message: str) -> VerifyError:
     return VerifyError(f"kernel {kernel}: {message}")
 
 
+def mma_fragments(lane: int) -> tuple[list, list, list]:
+    """Where lane ``lane``'s fragments of ``mma.m16n8k16`` sit (the PTX ISA's layout,
+    ``g = lane // 4``, ``t = lane % 4``): ``(row, col)`` of ``A`` (16x16) for
+    ``a0..a7``, ``(k, n)`` of ``B`` (16x8) for ``b0..b3``, ``(row, col)`` of ``C``/``D``
+    (16x8) for ``c0..c3``."""
+    g, t = lane // 4, lane % 4
+    a = [(g + 8 * ((e // 2) % 2), 2 * t + e % 2 + 8 * (e // 4)) for e in range(8)]
+    b = [(2 * t + e % 2 + 8 * (e // 2), g) for e in range(4)]
+    c = [(g + 8 * (q // 2), 2 * t + q % 2) for q in range(4)]
+    return a, b, c
+
+
+def _mma(values: dict[int, tuple], kernel: str) -> dict[int, object]:
+    """One ``mma_m16n8k16`` of a warp: lane -> element ``q`` of its fragment of
+    ``A @ B + C`` (the products exact, the sums in float64, rounded once to float32)."""
+    import numpy as np
+
+    if len(values) != WARP_SIZE:
+        raise _fail(kernel, f"mma_m16n8k16 needs a whole warp of 32 lanes, got {len(values)}")
+    a, b, c = np.zeros((16, 16)), np.zeros((16, 8)), np.zeros((16, 8))
+    for lane, args in values.items():
+        at, bt, ct = mma_fragments(lane)
+        for e, (i, j) in enumerate(at):
+            a[i, j] = float(args[1 + e])
+        for e, (i, j) in enumerate(bt):
+            b[i, j] = float(args[9 + e])
+        for q, (i, j) in enumerate(ct):
+            c[i, j] = float(args[13 + q])
+    d = (a @ b + c).astype(np.float32)
+    results = {}
+    for lane, args in values.items():
+        i, j = mma_fragments(lane)[2][int(args[0])]
+        results[lane] = d[i, j]
+    return results
+
+
+def _ldmatrix(values: dict[int, tuple], kernel: str) -> dict[int, object]:
+    """One ``ldmatrix_x4`` of a warp: lane ``L`` gave row ``L % 8`` of matrix ``L // 8``;
+    it gets element ``q`` of its share (see :mod:`relaxjax.tir.intrinsics`)."""
+    if len(values) != WARP_SIZE:
+        raise _fail(kernel, f"ldmatrix_x4 needs a whole warp of 32 lanes, got {len(values)}")
+    rows = {lane: args[2:] for lane, args in values.items()}
+    results = {}
+    for lane, args in values.items():
+        trans, q = int(args[0]), int(args[1])
+        matrix, half = q // 2, q % 2
+        r, c = lane // 4, 2 * (lane % 4) + half
+        if trans:
+            r, c = c, r
+        results[lane] = rows[8 * matrix + r][c]
+    return results
+
+
 def _shuffled(kind: str, values: dict[int, object], operands: dict[int, int], kernel: str):
-    """The results of one shuffle of a warp: lane -> value."""
+    """The results of one shuffle (or tensor-core product, or matrix load) of a warp:
+    lane -> value."""
+    if kind == MMA:
+        return _mma(values, kernel)
+    if kind == LDMATRIX:
+        return _ldmatrix(values, kernel)
     results = {}
     for lane in values:
         operand = int(operands[lane])

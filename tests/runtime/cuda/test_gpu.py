@@ -15,7 +15,7 @@ import relaxjax as relax  # noqa: E402
 import relaxjax.numpy as rnp  # noqa: E402
 from models import block_params, gpt_block, jax_block, mlp  # noqa: E402
 from op_cases import assert_matches, expected, jitted, op_cases, random_arrays  # noqa: E402
-from relaxjax import dtypes  # noqa: E402
+from relaxjax import dtypes, nn  # noqa: E402
 from relaxjax.runtime.cuda import DeviceArray, GraphPolicy, current_device, probe  # noqa: E402
 
 pytestmark = [
@@ -485,3 +485,59 @@ def test_kv_cache_decoding_on_the_gpu_matches_the_cpu(arch, layout):
         assert decoder.prefill_fn.cache_size() == 1 and decoder.decode_fn.cache_size() == 1
     assert np.ptp(runs["llvm"]) > 1
     np.testing.assert_allclose(runs["cuda"], runs["llvm"], rtol=1e-3, atol=1e-3)
+
+
+# --- generated matrix products (tensor cores for float16/bfloat16, the GEMV for few rows)
+
+
+def _matmul_program(dtype: str, k: int, n: int, epilogue: bool):
+    """``a @ b`` (or ``gelu(a @ b + bias) * 0.5 + r``) for any number of rows ``m``."""
+
+    def program(a, b, bias, r):
+        y = a @ b
+        return nn.gelu(y + bias) * 0.5 + r if epilogue else y
+
+    program.__annotations__ = {
+        "a": relax.Tensor(("m", k), dtype),
+        "b": relax.Tensor((k, n), dtype),
+        "bias": relax.Tensor((n,), dtype),
+        "r": relax.Tensor(("m", n), dtype),
+    }
+    return relax.jit(program, target="cuda")
+
+
+def _matmul_reference(a, b, bias, r, epilogue: bool):
+    """jax on the same dtypes (float32 accumulation, rounded to the dtype once)."""
+    import jax
+    import jax.numpy as jnp
+
+    y = jnp.matmul(
+        jnp.asarray(a),
+        jnp.asarray(b),
+        preferred_element_type=jnp.float32,
+        precision=jax.lax.Precision.HIGHEST,  # no TF32 for the float32 reference
+    )
+    y = y.astype(a.dtype)
+    if epilogue:
+        y = jax.nn.gelu(y + jnp.asarray(bias)) * jnp.asarray(0.5, a.dtype) + jnp.asarray(r)
+    return np.asarray(y, np.float32)
+
+
+@pytest.mark.parametrize("epilogue", [False, True], ids=["plain", "epilogue"])
+@pytest.mark.parametrize(("k", "n"), [(320, 264), (100, 70), (4096, 4096)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_generated_matmuls_match_jax_at_several_row_counts(dtype, k, n, epilogue):
+    import ml_dtypes  # noqa: F401 - numpy's bfloat16
+
+    f = _matmul_program(dtype, k, n, epilogue)
+    rng = np.random.default_rng(k + n)
+    b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 2e-2
+    for m in (1, 16, 77, 256):
+        a = rng.standard_normal((m, k)).astype(dtype)
+        r = rng.standard_normal((m, n)).astype(dtype)
+        ours = np.asarray(f(a, b, bias, r)).astype(np.float32)
+        want = _matmul_reference(a, b, bias, r, epilogue)
+        np.testing.assert_allclose(ours, want, rtol=tol, atol=tol, err_msg=f"{dtype} m={m}")
+    assert f.cache_size() == 1

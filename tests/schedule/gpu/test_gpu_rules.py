@@ -304,7 +304,8 @@ SMALL_TILES = GpuParams(matmul_tile=16, matmul_regs=2, matmul_step=4)
 def test_matmul_rule_tiles_shared_memory_and_registers():
     func = _scheduled(matmul_func(), "matmul")
     text = str(func)
-    assert text.startswith("@prim_func") and "    if n <= 4:" in text  # decode variant
+    assert text.startswith("@prim_func") and "    if n <= 4:" in text  # decode variants
+    assert "        if n <= 16:" in text  # up to 16 rows of float32 still read B once
     for line in (
         'with allocate((2, 64, 16), "float32", scope="shared") as A_shared:',  # two stages
         'with allocate((2, 16, 64), "float32", scope="shared") as B_shared:',
@@ -314,7 +315,7 @@ def test_matmul_rule_tiles_shared_memory_and_registers():
     ):
         assert line in text
     # Double buffered: a barrier after the first tiles, then one per step.
-    assert text.count("evaluate(syncthreads())") == 2
+    assert text.split("else:\n")[-1].count("evaluate(syncthreads())") == 2
     step = text.split("for k_0 in range((K + 15) // 16):\n")[1]
     assert step.count("syncthreads") == 1 and "A_shared[k_0 % 2, " in step
     # Zero-padded tiles: the multiply-add runs unguarded, the copies pad.
@@ -367,12 +368,15 @@ def test_one_row_products_read_the_matrix_once(transposed):
     func = matmul_rule(te.create_prim_func([x, w, y], name="gemv"))
     text = str(func)
     assert "w_shared" not in text and "x_shared" not in text and "if n" not in text
-    # W[j, k]: the threads of a block reduce each output together; W[k, j]: a thread
-    # each, summing in a register and storing once.
-    assert ("shfl_xor" in text) == transposed
+    # W[j, k]: the threads of a block reduce each output together; W[k, j]: a block per
+    # 8 columns, two threads of 128-bit loads across each 32-byte row segment, the rows
+    # split over 128 slices of threads (summed by shuffles, then across the warps).
+    assert "shfl_xor" in text
     if not transposed:
-        assert 'with allocate((1, 1), "float32", scope="local") as y_local:' in text
-        assert "y[i, j_0 * 256 + threadIdx_x] = y_local[0, 0]" in text
+        assert 'for j_b in thread_binding((m + 7) // 8, thread="blockIdx.x"):' in text
+        assert 'with allocate((1, 4), "float32", scope="local") as acc:' in text
+        assert "for k_step in range(k // 512):" in text  # unguarded, 4 rows in flight
+        assert "y[threadIdx_y, j_b * 8 + threadIdx_x * 4 + v_7] = total[()]" in text
     rng = np.random.default_rng(9)
     for depth, cols in ((300, 70), (5, 257)) + (() if transposed else ((0, 3),)):
         a = rng.random((1, depth), dtype=np.float32)
@@ -381,7 +385,7 @@ def test_one_row_products_read_the_matrix_once(transposed):
         np.testing.assert_allclose(run_both(func, a, b), want, rtol=1e-5)
 
 
-def test_few_row_batched_products_put_rows_and_batches_on_the_grid():
+def test_few_row_batched_products_keep_rows_in_the_thread_and_batches_on_the_grid():
     b_, k_, m_ = arith.syms("b k m")
     A = te.placeholder((b_, 3, k_), "float32", "A")
     B = te.placeholder((b_, k_, m_), "float32", "B")
@@ -389,7 +393,8 @@ def test_few_row_batched_products_put_rows_and_batches_on_the_grid():
     C = te.compute((b_, 3, m_), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
     func = matmul_rule(te.create_prim_func([A, B, C], name="bgemv"), GpuParams(threads=32))
     text = str(func)
-    assert 'thread_binding(3, thread="blockIdx.y")' in text and 'thread="blockIdx.z"' in text
+    assert 'with allocate((3, 4), "float32", scope="local") as acc:' in text  # W read once
+    assert 'thread="blockIdx.z"' in text and "blockIdx.y" not in text
     rng = np.random.default_rng(14)
     a, b = rng.random((2, 3, 9), dtype=np.float32), rng.random((2, 9, 40), dtype=np.float32)
     np.testing.assert_allclose(run_both(func, a, b), a @ b, rtol=1e-5)

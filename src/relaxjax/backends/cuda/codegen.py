@@ -20,12 +20,17 @@ GPUs have:
   ``alloca``s (registers or local memory: libnvvm's address space 5 after SROA); a
   thread's symbolic-size buffer comes from the device heap (``malloc``), which works
   but is slow, so GPU rules avoid it;
-- intrinsics: ``syncthreads()`` -> ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` /
-  ``shfl_down(v, offset)`` -> ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp
-  (values wider or narrower than 32 bits are shuffled as 32-bit pieces);
+- intrinsics: ``mma_m16n8k16`` -> ``mma.sync.aligned.m16n8k16`` and ``ldmatrix_x4``
+  -> ``ldmatrix.sync.aligned.m8n8.x4`` in inline PTX (sm_80+); ``syncthreads()`` ->
+  ``llvm.nvvm.barrier0``; ``shfl_xor(v, mask)`` / ``shfl_down(v, offset)`` ->
+  ``llvm.nvvm.shfl.sync.bfly/down`` over the full warp (values wider or narrower than
+  32 bits are shuffled as 32-bit pieces);
 - a ``vectorized`` loop of constant extent up to 16 is unrolled, and buffer parameters
   are ``align 16``, so libnvvm merges the accesses of a thread into vector loads and
-  stores (``ld.global.v4.f32``).
+  stores (``ld.global.v4.f32``); one that copies 4, 8 or 16 contiguous bytes between
+  global and shared memory (a tile's staging copy, zero-padded by a guard the same for
+  every lane) is one load and one store of 32-bit words (``ld.global.v4.u32``), which
+  libnvvm would not form from float16 accesses.
 
 The module has the triple ``nvptx64-nvidia-cuda``, libnvvm's data layout and
 ``!nvvmir.version = !{2, 0, 3, 2}``; pointers are typed (LLVM 7).
@@ -41,17 +46,20 @@ from llvmlite import ir
 
 from ... import arith, dtypes
 from ...errors import LoweringError
+from ...schedule.gpu.vector import vector_access
+from ...tir.analysis import free_symbols
 from ...tir.buffer import Buffer
-from ...tir.expr import Call, PrimExpr
+from ...tir.expr import BufferLoad, Call, FloatImm, IntImm, PrimExpr
 from ...tir.function import PrimFunc
-from ...tir.stmt import For
+from ...tir.intrinsics import LAZY_SELECT
+from ...tir.stmt import BufferStore, For
 from ..llvm import lower_expr, lower_stmt  # noqa: F401 - registers the node lowerings
 from ..llvm.dialect import set_dialect
 from ..llvm.emitter import FunctionEmitter, KernelContext, Scope
 from ..llvm.index import emit_dim
 from ..llvm.loops import counted_loop
-from ..llvm.memory import allocated_elements
-from ..llvm.numeric import F16, F32, F64, I8, I32, I64, storage_type
+from ..llvm.memory import allocated_elements, element_pointer
+from ..llvm.numeric import F16, F32, F64, I8, I32, I64, storage_type, widen
 from .dialect import NVVM_DIALECT
 from .launches import KernelPlan, LaunchPlan, plan_kernel
 from .target import CudaTarget
@@ -205,10 +213,73 @@ def _lower_vectorized(emitter: FunctionEmitter, node: For) -> None:
     if not isinstance(extent, int) or extent > MAX_VECTOR_LANES:
         _lower_serially(emitter, node)
         return
+    if _vector_copy(emitter, node):
+        return
     start = emit_dim(emitter.builder, node.start, emitter.scope.symbols)
     for lane in range(extent):
         index = emitter.builder.add(start, ir.Constant(I64, lane))
         emitter.loop_body(node.var.name, node.body, index)
+
+
+def _copy_parts(node: For) -> tuple[BufferStore, BufferLoad, PrimExpr | None] | None:
+    """``(store, load, guard)`` of a vectorized loop that copies ``lanes`` contiguous
+    elements between global/shared buffers (``dst[..v] = src[..v]``, or
+    ``if_then_else(guard, src[..v], 0)`` with a guard the same for every lane)."""
+    store = node.body
+    if not isinstance(store, BufferStore):
+        return None
+    value, guard = store.value, None
+    if isinstance(value, Call) and value.intrinsic == LAZY_SELECT:
+        guard, value, zero = value.args
+        if node.var in free_symbols(guard) or not (
+            isinstance(zero, (FloatImm, IntImm)) and zero.value == 0
+        ):
+            return None
+    if not isinstance(value, BufferLoad) or value.buffer.dtype != store.buffer.dtype:
+        return None
+    for buffer, indices in ((store.buffer, store.indices), (value.buffer, value.indices)):
+        if buffer.scope not in ("global", "shared", "local"):
+            return None
+        if vector_access(buffer, indices, node.var, node.extent) != "contiguous":
+            return None
+    return store, value, guard
+
+
+def _vector_copy(emitter: FunctionEmitter, node: For) -> bool:
+    """A copy loop (:func:`_copy_parts`) as one 32/64/128-bit load and store of
+    32-bit integers (bits, whatever the dtype: libnvvm does not merge float16 accesses
+    itself); False (nothing emitted) for any other loop."""
+    parts = _copy_parts(node)
+    if parts is None or node.start != 0:
+        return False
+    store, load, guard = parts
+    nbytes = node.extent * dtypes.itemsize(store.buffer.dtype)
+    if nbytes not in (4, 8, 16):
+        return False
+    builder = emitter.builder
+    words = ir.VectorType(I32, nbytes // 4) if nbytes > 4 else I32
+    with emitter.nested_scope() as scope:
+        scope.symbols[node.var.name] = ir.Constant(I64, 0)
+        source = element_pointer(emitter, load.buffer, load.indices)
+        target = element_pointer(emitter, store.buffer, store.indices)
+
+    def as_words(pointer: ir.Value) -> ir.Value:
+        return builder.bitcast(pointer, ir.PointerType(words, pointer.type.addrspace))
+
+    if guard is None:
+        value = builder.load(as_words(source), align=nbytes)
+    else:
+        with builder.if_else(emitter.expr(guard)) as (then, otherwise):
+            with then:
+                loaded = builder.load(as_words(source), align=nbytes)
+                loaded_block = builder.block
+            with otherwise:
+                zero_block = builder.block
+        value = builder.phi(words)
+        value.add_incoming(loaded, loaded_block)
+        value.add_incoming(ir.Constant(words, None), zero_block)
+    builder.store(value, as_words(target), align=nbytes)
+    return True
 
 
 # -- storage ---------------------------------------------------------------------------------
@@ -229,7 +300,10 @@ def _place_buffer(
     ):
         slot = emitter.prologue.alloca(element, size=ir.Constant(I64, max(elements, 1)))
         slot.name = buffer.name
-        slot.align = max(dtypes.itemsize(buffer.dtype), 4)
+        # 16-byte aligned when it can hold a vector: a vectorized copy into it is one
+        # 128-bit access (:func:`_vector_copy`).
+        nbytes = elements * dtypes.itemsize(buffer.dtype)
+        slot.align = 16 if nbytes >= 16 else max(dtypes.itemsize(buffer.dtype), 4)
         return slot
     return None
 
@@ -329,7 +403,7 @@ def _shuffle_value(
         clamp = ir.Constant(I32, 0x1F)
         return builder.call(function, [ir.Constant(I32, -1), value, lane, clamp])
     if type_ == F16:
-        wide = _shuffle_value(emitter, kind, builder.fpext(value, F32), lane)
+        wide = _shuffle_value(emitter, kind, widen(builder, value, F32), lane)
         return builder.fptrunc(wide, F16)
     if type_ in (F64, I64):
         bits = builder.bitcast(value, I64) if type_ == F64 else value
@@ -345,7 +419,92 @@ def _shuffle_value(
     raise LoweringError(f"cannot shuffle a value of LLVM type {type_}")
 
 
+def _mma(emitter: FunctionEmitter, node: Call) -> ir.Value:
+    """``mma_m16n8k16(q, a0..a7, b0..b3, c0..c3)``: one ``mma.sync`` in inline PTX (the
+    a and b halves packed in pairs into 32-bit registers), element ``q`` of its result.
+    The asm is ``readnone``, so the four calls of one product (q = 0..3, the same
+    operands) become one instruction."""
+    builder = emitter.builder
+    q = node.args[0].value
+    kind = "bf16" if node.args[1].dtype == "bfloat16" else "f16"
+    halves = [_half_bits(emitter, arg) for arg in node.args[1:13]]
+    packed = [
+        builder.or_(
+            builder.zext(halves[i], I32),
+            builder.shl(builder.zext(halves[i + 1], I32), ir.Constant(I32, 16)),
+        )
+        for i in range(0, 12, 2)
+    ]
+    accumulators = [emitter.expr(arg) for arg in node.args[13:]]
+    result = ir.LiteralStructType([F32] * 4)
+    asm = ir.InlineAsm(
+        ir.FunctionType(result, [I32] * 6 + [F32] * 4),
+        f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 "
+        "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+        "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+        side_effect=False,
+    )
+    call = builder.call(asm, packed + accumulators, attrs=("readnone", "nounwind"))
+    return builder.extract_value(call, q)
+
+
+def _half_bits(emitter: FunctionEmitter, expr: PrimExpr) -> ir.Value:
+    """The 16 bits of a float16 or bfloat16 value (bfloat16 registers are float32
+    whose low half is zero)."""
+    builder = emitter.builder
+    value = emitter.expr(expr)
+    if value.type == F16:
+        return builder.bitcast(value, ir.IntType(16))
+    bits = builder.bitcast(value, I32)
+    return builder.trunc(builder.lshr(bits, ir.Constant(I32, 16)), ir.IntType(16))
+
+
+def _ldmatrix(emitter: FunctionEmitter, node: Call) -> ir.Value:
+    """``ldmatrix_x4(trans, q, v0..v7)``: one ``ldmatrix`` in inline PTX at the address of
+    the lane's row ``v0..v7`` (shared memory), element ``q`` of the four registers. The
+    asm only reads memory, so the eight calls of one load become one instruction."""
+    builder = emitter.builder
+    trans, q = node.args[0].value, node.args[1].value
+    row = node.args[2:]
+    first = row[0]
+    for offset, load in enumerate(row):
+        if (
+            load.buffer != first.buffer
+            or load.buffer.scope != "shared"
+            or tuple(load.indices[:-1]) != tuple(first.indices[:-1])
+            or isinstance(load.indices[-1], PrimExpr)
+            or isinstance(first.indices[-1], PrimExpr)
+            or arith.compare(load.indices[-1] - first.indices[-1], "==", offset) is not True
+            or load.buffer.strides_or_default()[-1] != 1
+        ):
+            raise LoweringError(
+                "ldmatrix_x4 reads a row of 8 consecutive elements of one shared buffer"
+            )
+    pointer = element_pointer(emitter, first.buffer, first.indices)
+    address = builder.ptrtoint(pointer, I64)
+    result = ir.LiteralStructType([I32] * 4)
+    asm = ir.InlineAsm(
+        ir.FunctionType(result, [I64]),
+        f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16 "
+        "{$0,$1,$2,$3}, [$4];",
+        "=r,=r,=r,=r,l",
+        side_effect=False,
+    )
+    call = builder.call(asm, [address], attrs=("readonly", "nounwind"))
+    word = builder.extract_value(call, q // 2)
+    bits = builder.trunc(builder.lshr(word, ir.Constant(I32, 16 * (q % 2))), ir.IntType(16))
+    dtype = first.dtype
+    if dtype == "float16":
+        return builder.bitcast(bits, F16)
+    if dtype == "bfloat16":  # bfloat16 registers are float32 with the low half zero
+        wide = builder.shl(builder.zext(bits, I32), ir.Constant(I32, 16))
+        return builder.bitcast(wide, F32)
+    return bits
+
+
 _GPU_CALLS = {
+    "mma_m16n8k16": _mma,
+    "ldmatrix_x4": _ldmatrix,
     "syncthreads": _syncthreads,
     "shfl_xor": functools.partial(_shuffle, "bfly"),
     "shfl_down": functools.partial(_shuffle, "down"),

@@ -17,8 +17,10 @@ either. So every function the shared lowering calls by name is mapped here
 - intrinsics LLVM 7 has (``llvm.sqrt``, ``llvm.floor``, ``llvm.fma``, ``llvm.fmuladd``,
   ``llvm.copysign``, ``llvm.fabs`` of float/double) are kept.
 
-``fneg`` (LLVM 8+) is written ``fsub -0.0, x``, and float32 ``exp`` calls libdevice
-instead of the host's inline polynomial.
+``fneg`` (LLVM 8+) is written ``fsub -0.0, x``; float16 -> float32 is one
+``cvt.f32.f16`` in inline PTX and float16 ``+ - * /`` compute in float32 (libnvvm
+fails on the vector ``fpext`` and half arithmetic its vectorisers form); float32
+``exp`` calls libdevice instead of the host's inline polynomial.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ..llvm.dialect import Dialect
-from ..llvm.numeric import F16, F32, F64, I8, I16, I32, I64
+from ..llvm.numeric import F16, F32, F64, I8, I16, I32, I64, widen
 
 __all__ = ["NVVM_DIALECT", "NvvmDialect", "libdevice_functions"]
 
@@ -90,6 +92,9 @@ class NvvmDialect(Dialect):
 
     name = "nvvm"
     inline_exp = False
+    # libnvvm fails ("unsupported operation") on the <8 x half> arithmetic its
+    # vectorisers form from a thread's neighbouring float16 operations.
+    half_in_float = True
 
     def function(
         self, module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]
@@ -108,6 +113,14 @@ class NvvmDialect(Dialect):
 
     def negate(self, builder: ir.IRBuilder, value: ir.Value, flags: tuple[str, ...]) -> ir.Value:
         return builder.fsub(ir.Constant(value.type, -0.0), value, flags=flags)
+
+    def widen_half(self, builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+        # One ``cvt.f32.f16`` (what fpext becomes), opaque to the vectorisers: libnvvm
+        # (LLVM 7) fails with "Do not know how to split the result of this operator" on
+        # the ``fpext <4 x half>`` they would otherwise form from neighbouring ones.
+        return builder.asm(
+            ir.FunctionType(F32, [F16]), "cvt.f32.f16 $0, $1;", "=f,h", [value], False
+        )
 
     # -- names ---------------------------------------------------------------------------
 
@@ -175,7 +188,7 @@ def _saturating_int_body(
     signed = name.startswith("llvm.fptosi")
     width, source = name.split(".")[3:5]
     if source == "f16":
-        value = builder.fpext(value, F32)
+        value = widen(builder, value, F32)
     if width in ("i8", "i16"):
         bits = int(width[1:])
         low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
@@ -210,7 +223,7 @@ def _through_float32(
 ) -> ir.Value:
     """A float16 intrinsic computed in float32 and rounded once."""
     base = name[: -len(".f16")]
-    wide = [builder.fpext(a, F32) for a in args]
+    wide = [widen(builder, a, F32) for a in args]
     callee = dialect.function(module, f"{base}.f32", F32, [F32] * len(args))
     return builder.fptrunc(builder.call(callee, wide), F16)
 

@@ -10,6 +10,8 @@ spell differently go through the module's :class:`Dialect`:
   ``aligned_alloc``/``free``) is declared through :meth:`Dialect.function`, which
   may return another function (a libdevice one, or a helper it defines);
 - float negation (:meth:`Dialect.negate`): LLVM 7 has no ``fneg``;
+- float16 -> float32 (:meth:`Dialect.widen_half`): libnvvm's code generator cannot
+  split the vector ``fpext`` its vectorisers form from several of them;
 - whether float32 ``exp`` is the inline polynomial of :mod:`.vector_math` (CPU: it
   vectorises) or a call of the math library (GPU: libdevice's is as fast).
 
@@ -35,6 +37,8 @@ class Dialect:
     name = "llvm"
     #: float32 ``exp`` (and sigmoid's) as the inline vectorisable polynomial.
     inline_exp = True
+    #: float16 ``+ - * /`` computed in float32 and rounded once (the same result).
+    half_in_float = False
 
     def function(
         self, module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]
@@ -49,6 +53,10 @@ class Dialect:
     def negate(self, builder: ir.IRBuilder, value: ir.Value, flags: tuple[str, ...]) -> ir.Value:
         """``-value`` for a float register value."""
         return builder.fneg(value, flags=flags)
+
+    def widen_half(self, builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+        """A ``half`` register value as ``float`` (exact)."""
+        return builder.fpext(value, ir.FloatType())
 
 
 HOST_DIALECT = Dialect()

@@ -30,7 +30,7 @@ from ... import dtypes
 from ...errors import LoweringError
 from .bits import BIT_FUNCTIONS, emit_bit_function, emit_nextafter
 from .dialect import declare, dialect_of
-from .numeric import F16, F32, F64, I1, I32, cast, round_to_dtype
+from .numeric import F16, F32, F64, I1, I32, cast, round_to_dtype, widen
 from .vector_math import emit_exp_f32, emit_log_f32
 
 __all__ = ["FLOAT_FUNCTIONS", "INTEGER_FUNCTIONS", "PREDICATES", "declare", "emit_math"]
@@ -135,7 +135,7 @@ def _float_function(
         _check_arity(name, args, 2)
         return emit_nextafter(builder, args[0], args[1], dtype)
     # float16 computes in float32 (bfloat16 registers are float32 already).
-    wide = [builder.fpext(a, F32) if a.type == F16 else a for a in args]
+    wide = [widen(builder, a, F32) if a.type == F16 else a for a in args]
     result = _float_in_register(builder, name, wide, flags)
     if args[0].type == F16:
         result = builder.fptrunc(result, F16)
@@ -153,7 +153,7 @@ def _fma(
         return builder.fadd(builder.fmul(args[0], args[1]), args[2])
     # Narrower floats: the product is exact in double, so the sum is rounded once to
     # double and then to the dtype, as the reference interpreter computes it.
-    wide = [builder.fpext(a, F64) for a in args]
+    wide = [widen(builder, a, F64) for a in args]
     total = builder.fadd(builder.fmul(wide[0], wide[1]), wide[2])
     return cast(builder, total, "float64", dtype)
 

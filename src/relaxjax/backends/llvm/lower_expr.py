@@ -183,12 +183,17 @@ def _float_binary(
     arithmetic = {"+": builder.fadd, "-": builder.fsub, "*": builder.fmul, "/": builder.fdiv}
     if op not in arithmetic:
         raise LoweringError(f"binary op {op!r} is not defined for {dtype}")
+    if a.type == F16 and dialect_of(emitter.module).half_in_float:
+        # Exact: float has 2 * 11 + 2 bits, so rounding its result to half again is the
+        # correctly rounded half result (no double-rounding error).
+        wide = arithmetic[op](_widen_half(builder, a), _widen_half(builder, b), flags=flags)
+        return builder.fptrunc(wide, F16)
     result = arithmetic[op](a, b, flags=flags if op == "/" else emitter.arithmetic_flags(dtype))
     return numeric.round_to_dtype(builder, result, dtype)
 
 
 def _widen_half(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
-    return builder.fpext(value, F32) if value.type == F16 else value
+    return numeric.widen(builder, value, F32) if value.type == F16 else value
 
 
 def _integer_binary(

@@ -33,7 +33,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ... import dtypes
-from .dialect import declare
+from .dialect import declare, dialect_of
 
 __all__ = [
     "F32",
@@ -177,8 +177,16 @@ def _to_float(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) ->
     elif _FLOAT_BITS[value.type] > _FLOAT_BITS[target]:
         converted = builder.fptrunc(value, target)
     else:
-        converted = builder.fpext(value, target)
+        converted = widen(builder, value, target)
     return round_to_dtype(builder, converted, dest)
+
+
+def widen(builder: ir.IRBuilder, value: ir.Value, target: ir.Type) -> ir.Value:
+    """``value`` (a float register) extended exactly to the wider float ``target``;
+    half goes through the module's dialect (:meth:`Dialect.widen_half`)."""
+    if value.type == F16:
+        value = dialect_of(builder.module).widen_half(builder, value)
+    return value if value.type == target else builder.fpext(value, target)
 
 
 def _to_float_rounding_to_odd(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
@@ -209,7 +217,7 @@ def _to_integer(builder: ir.IRBuilder, value: ir.Value, source: str, dest: str) 
         # As jax (XLA's convert): truncate toward zero, saturate at the target's range,
         # NaN gives 0 (numpy wraps narrow integers instead).
         if value.type == F16:  # LLVM's half saturation gets NaN wrong for i16 on x86
-            value = builder.fpext(value, F32)
+            value = widen(builder, value, F32)
         sign = "u" if dtypes.is_unsigned(dest) else "s"
         name = f"llvm.fpto{sign}i.sat.i{target.width}.{_float_suffix(value.type)}"
         return builder.call(_intrinsic(builder, name, target, [value.type]), [value])

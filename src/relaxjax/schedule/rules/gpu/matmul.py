@@ -23,7 +23,8 @@ ends), so the multiply-add loop runs without guards for any size. They are doubl
 buffered (``double_buffer``): the next step's slices load while the threads multiply
 the current ones, one barrier per step.
 
-Products with few rows (``m <= gemv_rows``, known or tested at run time) read each
+Products with few rows (``m <= gemv_rows``, or up to 16 float32 / 8 float16 rows of a
+matrix read along its rows; known or tested at run time) read each
 element of the matrix once: a thread per output element, along the contiguous axis
 of the matrix, runs the reduction itself in a register, rows on ``blockIdx.y``
 (``if m <= 4: <gemv> else: <tiled>`` when ``m`` is symbolic). Other layouts and
@@ -33,9 +34,14 @@ epilogue or a separate init nest are left to the next rule.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from relaxjax import arith
+from relaxjax.schedule.gpu import finish_gpu
 from relaxjax.schedule.rules.gpu.common import finish
 from relaxjax.schedule.rules.gpu.double_buffer import double_buffer
+from relaxjax.schedule.rules.gpu.gemv import gemv_kernel
+from relaxjax.schedule.rules.gpu.mma import mma_kernel
 from relaxjax.schedule.rules.gpu.reduction import reduction_rule
 from relaxjax.schedule.rules.gpu.target import GpuParams, gpu_params
 from relaxjax.schedule.rules.patterns import MatmulMatch, match_matmul
@@ -75,7 +81,7 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
         _, ty, tx = sch.split(flat, [None, lanes, lanes])
         sch.bind(ty, "threadIdx.y")
         sch.bind(tx, "threadIdx.x")
-    store = sch.cache_write(c, 0, "local")
+    store = _register_tile(sch, c, match)
     sch.reverse_compute_at(store, j0)
     out = sch.get_loops(store)[-2:]
     r0, r1 = sch.split(out[0], [lanes, regs])
@@ -92,8 +98,20 @@ def _tiled(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc:
     for loop in (k1, i2, j2):
         sch.unroll(loop)
     tiles = {f"{name}_shared" for name in operands}
-    done = _unguarded(finish(sch, params), tiles, {f"{match.output.name}_local"})
+    accumulator = match.output.name if match.epilogue is not None else f"{match.output.name}_local"
+    done = _unguarded(finish(sch, params), tiles, {accumulator})
     return double_buffer(done, tiles, params.limits) if params.double_buffer else done
+
+
+def _register_tile(sch: Schedule, c, match: MatmulMatch):
+    """The block that stores the register tile: a copy-back of the accumulator moved
+    to ``local`` scope, or the epilogue itself when the kernel has one (a cast to
+    float16, a bias, an activation: applied in registers, stored once), reading the
+    accumulator, which then lives in registers."""
+    if match.epilogue is None:
+        return sch.cache_write(c, 0, "local")
+    sch.set_scope(c, 0, "local")
+    return sch.get_block(match.epilogue.name)
 
 
 class _Unguard(StmtMutator):
@@ -155,6 +173,9 @@ def _gemv(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | N
     block reduce each output together (the reduction rule)."""
     if _reads_along_k(match):
         return reduction_rule(func, params)
+    kernel = gemv_kernel(func, match, params)
+    if kernel is not None:
+        return finish_gpu(kernel, params.limits)
     sch = Schedule(func)
     c = sch.get_block(match.update.name)
     store = sch.cache_write(c, 0, "local")
@@ -171,23 +192,71 @@ def _gemv(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | N
     return finish(sch, params)
 
 
+def _tensor_cores(func: PrimFunc, match: MatmulMatch, params: GpuParams) -> PrimFunc | None:
+    """The tensor-core kernel (:mod:`.mma`), with the smaller tiles of
+    ``params.mma_small_tiles`` for few rows (chosen at run time when ``m`` is symbolic);
+    None when the product is not one for tensor cores."""
+    result = mma_kernel(func, match, params)
+    if result is None:
+        return None
+    rows = match.i.extent
+    for limit, tile_m, tile_n, step, warps_m, warps_n in sorted(
+        params.mma_small_tiles, reverse=True
+    ):
+        if arith.compare(rows, ">", limit) is True:
+            continue
+        small_params = replace(
+            params,
+            mma_tile_m=tile_m,
+            mma_tile_n=tile_n,
+            mma_step=step,
+            mma_warps=(warps_m, warps_n),
+        )
+        small = mma_kernel(func, match, small_params)
+        if small is None:
+            continue
+        if arith.compare(rows, "<=", limit) is True:
+            result = small
+        else:
+            result = choose(binop("<=", IndexExpr(rows), IndexExpr(limit)), small, result)
+    return result
+
+
 def matmul_rule(func: PrimFunc, target: object = "cuda") -> PrimFunc | None:
     """Schedule a (batched) matrix product for the GPU (see the module doc); None for
     other kernels."""
     match = match_matmul(func)
-    if match is None or match.init is not None or match.epilogue is not None:
+    if match is None or match.init is not None:
         return None
     if match.update.block.init is None:
         return None
     params = gpu_params(target)
     rows = match.i.extent
-    if arith.compare(rows, "<=", params.gemv_rows) is True:
-        return _gemv(func, match, params)
-    tiled = _tiled(func, match, params)
-    if arith.compare(rows, ">", params.gemv_rows) is True:
-        return tiled
-    gemv = _gemv(func, match, params)
-    if gemv is None:
-        return tiled
-    small = binop("<=", IndexExpr(rows), IndexExpr(params.gemv_rows))
-    return choose(small, gemv, tiled)
+    # The GEMV for up to gemv_rows rows, then (few rows of a matrix read along its rows)
+    # one for up to the limit, then the tiles; chosen at run time for symbolic rows.
+    for limit in sorted({params.gemv_rows, _gemv_limit(match, params)}):
+        if arith.compare(rows, "<=", limit) is True:
+            return _gemv(func, match, replace(params, gemv_rows=limit))
+    tiled = (_tensor_cores(func, match, params) if params.tensor_cores else None) or _tiled(
+        func, match, params
+    )
+    result = tiled
+    for limit in sorted({params.gemv_rows, _gemv_limit(match, params)}, reverse=True):
+        if arith.compare(rows, ">", limit) is True:
+            continue
+        gemv = _gemv(func, match, replace(params, gemv_rows=limit))
+        if gemv is not None:
+            small = binop("<=", IndexExpr(rows), IndexExpr(limit))
+            result = choose(small, gemv, result)
+    return result
+
+
+def _gemv_limit(match: MatmulMatch, params: GpuParams) -> int:
+    """The most rows the product runs as a GEMV: ``gemv_rows``, or, for a matrix read
+    along its rows, as many as keep ``gemv_registers`` accumulators per thread (rows x
+    the elements of a 128-bit load: 16 rows of float32, 8 of float16), since it still
+    reads the matrix once."""
+    if _reads_along_k(match) or len(match.right_operands) != 1:
+        return params.gemv_rows
+    lanes = params.lanes(match.right_operands[0].dtype)
+    return max(params.gemv_rows, params.gemv_registers // lanes)
