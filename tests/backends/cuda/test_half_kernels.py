@@ -1,8 +1,9 @@
 """float16/bfloat16 elementwise and row kernels compile to PTX with the default GPU rules.
 
-libnvvm (CUDA 13.0) used to reject them: the injective rule unrolled 4-8 lanes of scalar
-half operations per thread, which libnvvm merged into vector half operations its NVPTX
-back end cannot lower ("unsupported operation", "Do not know how to split the result")."""
+libnvvm (CUDA 13.0) used to reject them: it merged the unrolled lanes' scalar half
+operations into vector half operations its NVPTX back end cannot lower ("unsupported
+operation", "Do not know how to split the result"); the NVVM dialect now widens half with
+``cvt.f32.f16`` and computes half arithmetic in float32."""
 
 from __future__ import annotations
 

@@ -31,12 +31,6 @@ from relaxjax.tir.function import PrimFunc
 __all__ = ["injective_rule", "schedule_elementwise", "vector_access", "vector_lanes"]
 
 
-#: Dtypes whose elementwise nests run one element per thread: libnvvm (CUDA 13.0) merges
-#: the unrolled lanes' scalar half operations into vector ones (``fadd <4 x half>``,
-#: ``fpext <4 x half>``) that its NVPTX back end cannot lower ("unsupported operation").
-_SCALAR_ONLY = frozenset({"float16", "bfloat16"})
-
-
 def vector_lanes(sch: Schedule, block: BlockRV, params: GpuParams) -> int:
     """The lane count for the innermost loop of a simple elementwise nest, 1 when its
     accesses are not all contiguous-and-aligned or uniform (see the module doc)."""
@@ -46,8 +40,6 @@ def vector_lanes(sch: Schedule, block: BlockRV, params: GpuParams) -> int:
         return 1
     extent = sch.get_loop_node(loops[-1]).extent
     accesses = collect_accesses(node)
-    if any(a.buffer.dtype in _SCALAR_ONLY for a in accesses):
-        return 1
     widest = max(dtypes.itemsize(a.buffer.dtype) for a in accesses) if accesses else 4
     lanes = max(1, params.vector_bytes // widest)
     if lanes == 1 or not isinstance(extent, int) or extent % lanes or extent < lanes:
