@@ -60,6 +60,25 @@ def _copy_bandwidth() -> float:
     return module.copy_bandwidth(repeats=5)
 
 
+def _device_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 5) -> float:
+    """GB/s of a device-to-device copy on the GPU (bytes read plus bytes written)."""
+    from relaxjax.runtime.cuda import current_device
+    from relaxjax.runtime.cuda.array import copy_device, device_empty
+
+    device = current_device()
+    source = device_empty(device, (nbytes,), np.uint8)
+    destination = device_empty(device, (nbytes,), np.uint8)
+    copy_device(destination, source)
+    device.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        copy_device(destination, source)
+        device.synchronize()
+        times.append(time.perf_counter() - start)
+    return 2 * nbytes / float(np.median(times)) / 1e9
+
+
 def _median_seconds(run, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -336,7 +355,7 @@ def decode_times(system, cfg, ms, batches, steps, capacity) -> dict:
     for b in batches:
         for m in ms:
             logits, state = system.prefill(_prompt(rng, cfg, b, m), capacity)
-            token = logits.argmax(-1).astype(np.int32)[:, None]
+            token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
             if system.name == "jax":  # a compile per new m: time a step at a seen shape
                 system.decode(state, token)
             else:  # the first step compiles, once per system (per b for jax-padded)
@@ -408,10 +427,12 @@ def main() -> None:
     if options.profile:
         _profile(cfg, w)
         return
-    copy_gbs = _copy_bandwidth() if options.target == "cpu" else 0.0
+    cpu = options.target == "cpu"
+    copy_gbs = _copy_bandwidth() if cpu else _device_copy_bandwidth()
     print(
         f"GPT-2 {cfg.layers} layers, float32, target {options.target}, {os.cpu_count()} CPUs; "
-        f"copy bandwidth (2 threads) {copy_gbs:.1f} GB/s; decode reads "
+        f"copy bandwidth ({'2 threads' if cpu else 'device to device'}) {copy_gbs:.1f} GB/s; "
+        "decode reads "
         f"{weight_bytes / 1e9:.2f} GB of weights per step"
     )
     capacity = max(max(options.m), max(options.n)) + options.steps + 2
@@ -439,7 +460,7 @@ def _profile(cfg: GPT2Config, w) -> None:
     cache = decoder.new_cache(1, 1024)
     tokens = np.random.default_rng(0).integers(0, cfg.vocab, (1, 512)).astype(np.int32)
     logits, cache = decoder.prefill(tokens, cache)
-    token = logits.argmax(-1).astype(np.int32)[:, None]
+    token = np.asarray(logits).argmax(-1).astype(np.int32)[:, None]
     logits, cache = decoder.decode(token, cache)  # compile
     arrays = {"k": cache.k, "v": cache.v}
     print(decoder.decode_fn.profile(decoder.weights, token, cache.start, arrays, cache.length))
