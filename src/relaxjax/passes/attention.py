@@ -5,6 +5,8 @@ Within a dataflow block, the pattern a user writes for causal self-attention ove
 
     s = (q @ k.transpose(0, 1, 3, 2)) * scale          # or / scale, or no scale
     s = where(tril(ones((T, T), bool)), s, -inf)        # or where(triu(ones, 1), -inf, s)
+    #   or a comparison of aranges: where(arange(T)[:, None] >= arange(T), s, -inf),
+    #   where(arange(T)[:, None] < arange(T)[None, :], -inf, s), ... (nanoGPT, picoGPT)
     p = softmax(s, axis=-1)                             # or exp(s - max) / sum(exp(s - max))
     y = p @ v
 
@@ -18,18 +20,21 @@ float64 it would lose precision, so float64 stays as written), when the logits,
 probabilities and statistics of the pattern have no other use. Only masks proven
 causal are recognised: with a general boolean mask a row whose keys are all masked
 gives ``nan`` as written but the mean of the values in the op (jax's semantics), so
-such programs stay as written. The result equals the written program up to the order
-of the float operations. Run it before :func:`~relaxjax.passes.dispatch_library` and
+such programs stay as written. The masked value is ``-inf`` or a constant at or below
+``-1e9`` (picoGPT writes ``-1e10``): ``exp`` of it minus the row's maximum is 0 in
+float32 and float16 unless the logits themselves reach ``-1e9``, so the op (which drops
+masked keys) gives the written result. The result equals the written program up to the
+order of the float operations. Run it before :func:`~relaxjax.passes.dispatch_library` and
 :func:`~relaxjax.passes.legalize`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
 from relaxjax import arith
+from relaxjax.dtypes import is_integer
 from relaxjax.ir import (
     Binding,
     Call,
@@ -127,16 +132,82 @@ def _ones(block: _Block, expr: Expr, size: arith.Dim) -> bool:
     )
 
 
+#: A constant at or below this masks a logit as ``-inf`` does (see the module doc).
+_MASKED = -1e9
+
+#: ``compare(a, b)`` of a row index ``i`` and a column index ``j``: the (a, b) order
+#: for which the comparison is true exactly on the kept entries ``j <= i`` ("keep") or
+#: exactly on the dropped ones ``j > i`` ("drop").
+_COMPARISONS = {
+    "greater_equal": ((0, 1), True),
+    "less_equal": ((1, 0), True),
+    "less": ((0, 1), False),
+    "greater": ((1, 0), False),
+}
+
+
+def _masked_value(expr: Expr) -> bool:
+    value = _constant(expr)
+    return value is not None and value <= _MASKED
+
+
+def _grid_axis(block: _Block, expr: Expr, size: arith.Dim) -> int | None:
+    """0 when ``expr`` is the row index ``arange(size)[:, None]`` of a (size, size) grid,
+    1 when it is the column index ``arange(size)[None, :]`` (or the 1-D arange, which
+    broadcasts as one); None otherwise."""
+    same = arith.prove_equal
+    shape = expr.info.shape if isinstance(expr.info, TensorInfo) else None
+    source = expr
+    for name in ("expand_dims", "reshape"):
+        call = block.call(expr, name)
+        if call is not None:
+            source = call.args[0]
+    arange = block.call(source, "arange")
+    if arange is None or shape is None or not is_integer(arange.info.dtype):
+        return None
+    attrs = arange.attrs
+    if not (isinstance(attrs.start, int) and attrs.start == 0 and attrs.step == 1):
+        return None
+    if len(arange.info.shape) != 1 or not same(arange.info.shape[0], size):
+        return None
+    if len(shape) == 1:
+        return 1
+    if len(shape) != 2 or (same(shape[0], 1) and same(shape[1], 1)):
+        return None  # not a grid index, or a 1 x 1 one whose axis is ambiguous
+    if same(shape[0], size) and same(shape[1], 1):
+        return 0
+    return 1 if same(shape[0], 1) and same(shape[1], size) else None
+
+
+def _compared_aranges(block: _Block, condition: Expr, size: arith.Dim) -> bool | None:
+    """True when ``condition`` is true exactly on the kept entries of a causal mask
+    (``arange(size)[:, None] >= arange(size)[None, :]``), False when exactly on the
+    dropped ones (``... < ...``), None when it is neither."""
+    for name, (order, keeps) in _COMPARISONS.items():
+        call = block.call(condition, name)
+        if call is None:
+            continue
+        axes = tuple(_grid_axis(block, arg, size) for arg in call.args)
+        return keeps if axes == order else None
+    return None
+
+
 def _causal_mask(block: _Block, where: Call, size: arith.Dim) -> tuple[Expr, bool] | None:
-    """``(logits, True)`` for ``where(tril(ones), s, -inf)``/``where(triu(ones, 1), -inf, s)``."""
+    """``(logits, True)`` for ``where(tril(ones), s, -inf)``/``where(triu(ones, 1), -inf,
+    s)`` or the same masks written as comparisons of aranges, with ``-inf`` or a constant
+    at or below ``_MASKED``."""
     condition, a, b = where.args
     for triangle, k, kept, dropped in (("tril", 0, a, b), ("triu", 1, b, a)):
         call = block.call(condition, triangle)
         if call is None or call.attrs.k != k or not _ones(block, call.args[0], size):
             continue
-        if _constant(dropped) == -math.inf:
+        if _masked_value(dropped):
             return kept, True
-    return None
+    keeps = _compared_aranges(block, condition, size)
+    if keeps is None:
+        return None
+    kept, dropped = (a, b) if keeps else (b, a)
+    return (kept, True) if _masked_value(dropped) else None
 
 
 def _same_shape(a: Expr, b: Expr) -> bool:
