@@ -1,0 +1,145 @@
+"""runtime.gemm: matrix products through OpenBLAS on the runtime's threads.
+
+Checked against numpy in float64: jnp.matmul's shapes (vectors, broadcast batches, empty
+and unit dimensions), operands read through transposed strides, float32 and float64,
+the job plan (every thread gets a share, column blocks aligned, the batch folded into
+the rows of one product), the fallbacks (layouts BLAS cannot read, other dtypes), and
+that OpenBLAS's own thread count is back after each call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relaxjax as relax
+import relaxjax.numpy as rnp
+from relaxjax.runtime import gemm
+
+pytestmark = pytest.mark.skipif(
+    gemm.gemm_library() is None, reason="numpy's BLAS is not an OpenBLAS with cblas"
+)
+
+SHAPES = [
+    ((5, 7), (7, 3)),
+    ((64, 300), (300, 129)),
+    ((1, 768), (768, 300)),  # one-token decode: a row vector times a weight
+    ((300, 40), (40, 1)),
+    ((2, 3, 17, 8), (2, 3, 8, 19)),
+    ((3, 17, 8), (8, 40)),  # folded: one (51, 8) @ (8, 40) product
+    ((2, 1, 5, 6), (3, 6, 4)),  # broadcast batch
+    ((7,), (7, 5)),
+    ((4, 7), (7,)),
+    ((7,), (7,)),
+    ((3, 7), (2, 7, 5)),
+    ((0, 5), (5, 3)),
+    ((4, 0), (0, 3)),
+    ((4, 5), (5, 0)),
+    ((1, 1), (1, 1)),
+    ((0, 2, 3), (3, 4)),
+]
+
+
+def _expected(a, b):
+    return np.matmul(a.astype(np.float64), b.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape_a", "shape_b"), SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
+def test_products_match_numpy(shape_a, shape_b, dtype):
+    rng = np.random.default_rng(len(shape_a) * 10 + len(shape_b))
+    a = rng.standard_normal(shape_a).astype(dtype)
+    b = rng.standard_normal(shape_b).astype(dtype)
+    expected = _expected(a, b)
+    out = np.full(expected.shape, np.nan, dtype)  # every element must be written
+    gemm.matmul(a, b, out)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize(
+    ("transpose_a", "transpose_b"), [(True, False), (False, True), (True, True)]
+)
+def test_transposed_operands_are_read_through_their_strides(transpose_a, transpose_b):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 33, 70)).astype(np.float32)
+    b = rng.standard_normal((2, 70, 45)).astype(np.float32)
+    if transpose_a:
+        a = np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+    if transpose_b:
+        b = np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)
+    jobs = gemm.plan_jobs(a, b, np.empty((2, 33, 45), np.float32), threads=2)
+    assert jobs is not None and set(jobs[:, 0]) == {112 if transpose_a else 111}
+    assert set(jobs[:, 1]) == {112 if transpose_b else 111}
+    out = np.empty((2, 33, 45), np.float32)
+    gemm.matmul(a, b, out)
+    np.testing.assert_allclose(out, _expected(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_layouts_blas_cannot_read_and_other_dtypes_fall_back_to_numpy():
+    rng = np.random.default_rng(4)
+    strided = rng.standard_normal((20, 30)).astype(np.float32)[::2, ::3]  # no unit stride
+    b = rng.standard_normal((10, 6)).astype(np.float32)
+    assert gemm.plan_jobs(strided, b, np.empty((10, 6), np.float32), threads=2) is None
+    out = np.empty((10, 6), np.float32)
+    gemm.matmul(strided, b, out)
+    np.testing.assert_allclose(out, _expected(strided, b), rtol=1e-4, atol=1e-4)
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4)
+    out = np.empty((3, 3), np.int32)
+    gemm.matmul(ints, ints.T.copy(), out)
+    np.testing.assert_array_equal(out, ints @ ints.T)
+
+
+def test_jobs_share_the_work_between_threads():
+    f32 = np.float32
+    # a large product: one column block per thread, starts on a 64-byte boundary
+    jobs = gemm.plan_jobs(
+        np.empty((32, 768), f32), np.empty((768, 2304), f32), np.empty((32, 2304), f32), 2
+    )
+    assert len(jobs) == 2 and list(jobs[:, 3]) == [1152, 1152] and set(jobs[:, 2]) == {32}
+    # more rows than columns: row blocks
+    jobs = gemm.plan_jobs(
+        np.empty((512, 64), f32), np.empty((64, 16), f32), np.empty((512, 16), f32), 2
+    )
+    assert list(jobs[:, 2]) == [256, 256] and set(jobs[:, 3]) == {16}
+    # an even batch: one whole product per job; an odd one: each item halved
+    a, b = np.empty((4, 64, 64), f32), np.empty((4, 64, 64), f32)
+    assert len(gemm.plan_jobs(a, b, np.empty((4, 64, 64), f32), 2)) == 4
+    a, b = np.empty((3, 64, 64), f32), np.empty((3, 64, 64), f32)
+    assert len(gemm.plan_jobs(a, b, np.empty((3, 64, 64), f32), 2)) == 6
+    # a stack times one weight: the batch folded into the rows of one product
+    jobs = gemm.plan_jobs(
+        np.empty((3, 17, 8), f32), np.empty((8, 4096), f32), np.empty((3, 17, 4096), f32), 2
+    )
+    assert set(jobs[:, 2]) == {51} and len(jobs) == 2
+    # a small product stays on the calling thread
+    assert (
+        len(gemm.plan_jobs(np.empty((4, 4), f32), np.empty((4, 4), f32), np.empty((4, 4), f32), 2))
+        == 1
+    )
+
+
+def test_openblas_thread_count_is_restored():
+    library = gemm.gemm_library()
+    before = library.get_threads()
+    a = np.ones((256, 256), np.float32)
+    gemm.matmul(a, a, np.empty_like(a))
+    assert library.get_threads() == before
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 33])
+def test_a_compiled_program_calls_it(n, monkeypatch):
+    """The ``numpy.matmul`` library call of a program runs through it (same results as
+    numpy for a symbolic row count, including 0 and 1)."""
+    planned = []
+    plan = gemm.plan_jobs
+    monkeypatch.setattr(gemm, "plan_jobs", lambda *args: planned.append(1) or plan(*args))
+    f = relax.jit(lambda x, w, v: rnp.tanh(x @ w) @ v)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((2, n, 48)).astype(np.float32)
+    w = rng.standard_normal((48, 96)).astype(np.float32)
+    v = rng.standard_normal((96, 24)).astype(np.float32)
+    f.trace(relax.Tensor((2, "n", 48), "float32"), w, v)
+    expected = np.tanh(x.astype(np.float64) @ w) @ v
+    np.testing.assert_allclose(np.asarray(f(x, w, v)), expected, rtol=1e-4, atol=1e-4)
+    assert len(planned) == (2 if n else 0)  # an empty product needs no BLAS call
