@@ -173,6 +173,81 @@ def test_arange_comparison_masks_become_the_causal_op(name, spec, scale):
         exe(empty, empty, empty)  # as written (jax too): the max over no keys
 
 
+def _pico_mha(np_, heads: int = 3):
+    """picoGPT's attention: one 2-D attention per head, the causal mask an additive
+    ``(1 - tri(n)) * -1e10`` shared by every head, softmax written out."""
+
+    def softmax(x):
+        exp_x = np_.exp(x - np_.max(x, axis=-1, keepdims=True))
+        return exp_x / np_.sum(exp_x, axis=-1, keepdims=True)
+
+    def attention(q, k, v, mask):
+        return softmax(q @ k.T / math.sqrt(q.shape[-1]) + mask) @ v
+
+    def mha(q, k, v):  # (n, heads * 8) each
+        causal_mask = (1 - np_.tri(q.shape[0], dtype=q.dtype)) * -1e10
+        split = [np_.split(x, heads, axis=-1) for x in (q, k, v)]
+        return np_.hstack([attention(*qkv, causal_mask) for qkv in zip(*split)])
+
+    return mha
+
+
+def test_picogpt_attention_per_head_with_an_additive_mask():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    t = relax.Tensor(("n", 24), "float32")
+    traced = relax.jit(_pico_mha(rnp)).trace(t, t, t)
+    mod = eliminate_dead_code(fuse_attention(traced))
+    ir.verify(mod)
+    ops = _ops(mod)
+    assert ops.count("dot_product_attention") == 3 and "matmul" not in ops, ops
+    assert not {"exp", "add", "multiply", "arange", "greater_equal"} & set(ops), ops
+    exe = build_executable(traced)
+    expected_fn = jax.jit(_pico_mha(jnp))
+    for n in (1, 2, 40):
+        rng = np.random.default_rng(n)
+        q, k, v = (rng.standard_normal((n, 24)).astype(np.float32) for _ in range(3))
+        (ours,) = exe(q, k, v)
+        expected = expected_fn(*(x.astype(np.float64) for x in (q, k, v)))
+        np.testing.assert_allclose(ours, np.asarray(expected), rtol=1e-4, atol=1e-5)
+    empty = np.zeros((0, 24), np.float32)
+    with pytest.raises(relax.ShapeError, match="max: zero-size array"):
+        exe(empty, empty, empty)
+
+
+def _additive(dtype: str, masked: float, indicator: str = "dropped"):
+    def fn(q, k, v):
+        n = q.shape[-2]
+        tri = rnp.tri(n, dtype=dtype)
+        mask = (1 - tri if indicator == "dropped" else tri) * masked
+        return rnn.softmax(q @ k.swapaxes(-1, -2) + mask, axis=-1) @ v
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("dtype", "masked", "indicator"),
+    [
+        ("float32", -np.inf, "dropped"),  # 0 * -inf is nan on the kept entries as written
+        ("float16", -1e10, "dropped"),  # -1e10 is -inf in float16: nan as written
+        ("float32", -1e10, "kept"),  # masks the kept entries: not causal
+        ("float32", -10.0, "dropped"),  # too small to vanish under exp
+    ],
+    ids=["inf-times-zero", "float16", "kept-entries", "small-constant"],
+)
+def test_additive_masks_that_are_not_the_causal_op_stay_as_written(dtype, masked, indicator):
+    t = relax.Tensor((2, "n", 8), dtype)
+    traced = relax.jit(_additive(dtype, masked, indicator)).trace(t, t, t)
+    assert "dot_product_attention" not in _ops(eliminate_dead_code(fuse_attention(traced)))
+
+
+def test_an_additive_causal_mask_becomes_the_causal_op():
+    t = relax.Tensor((2, "n", 8), "float32")
+    traced = relax.jit(_additive("float32", -1e10)).trace(t, t, t)
+    assert "dot_product_attention" in _ops(eliminate_dead_code(fuse_attention(traced)))
+
+
 def _arange_variant(relation: str, masked: float, start: int = 0):
     def fn(q, k, v):
         n = q.shape[-2]

@@ -1,18 +1,20 @@
 """Attention written out by hand becomes the fused ``dot_product_attention`` op.
 
 Within a dataflow block, the pattern a user writes for causal self-attention over
-``(B, N, T, H)`` heads (or ``(N, T, H)``)::
+``(B, N, T, H)`` heads (or ``(N, T, H)``, or one head ``(T, H)``)::
 
     s = (q @ k.transpose(0, 1, 3, 2)) * scale          # or / scale, or no scale
     s = where(tril(ones((T, T), bool)), s, -inf)        # or where(triu(ones, 1), -inf, s)
     #   or a comparison of aranges: where(arange(T)[:, None] >= arange(T), s, -inf),
-    #   where(arange(T)[:, None] < arange(T)[None, :], -inf, s), ... (nanoGPT, picoGPT)
+    #   where(arange(T)[:, None] < arange(T)[None, :], -inf, s), ... (nanoGPT), or
+    #   an additive mask: s + (1 - tri(T)) * -1e10 (picoGPT)
     p = softmax(s, axis=-1)                             # or exp(s - max) / sum(exp(s - max))
     y = p @ v
 
 becomes ``transpose(dot_product_attention(q', k', v', scale=scale, is_causal=True))``
-with ``q', k', v'`` the ``(B, T, N, H)`` transposes, so no ``(T, T)`` tensor is built
-(:mod:`relaxjax.ops.flash_attention`); without the ``where`` it is the non-causal op.
+with ``q', k', v'`` the ``(B, T, N, H)`` transposes (one head, as picoGPT writes each:
+``(T, 1, H)``), so no ``(T, T)`` tensor is built (:mod:`relaxjax.ops.flash_attention`);
+without a mask it is the non-causal op.
 The transposes are copies fusion merges with the ones around them.
 
 It applies to float32 and float16 operands (the op's softmax runs in float32: for
@@ -30,6 +32,7 @@ order of the float operations. Run it before :func:`~relaxjax.passes.dispatch_li
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -134,6 +137,8 @@ def _ones(block: _Block, expr: Expr, size: arith.Dim) -> bool:
 
 #: A constant at or below this masks a logit as ``-inf`` does (see the module doc).
 _MASKED = -1e9
+#: Dtypes of an additive mask ``mask * c`` that hold such a ``c`` as a finite number.
+_FINITE_MASK_DTYPES = ("float32", "float64")
 
 #: ``compare(a, b)`` of a row index ``i`` and a column index ``j``: the (a, b) order
 #: for which the comparison is true exactly on the kept entries ``j <= i`` ("keep") or
@@ -151,17 +156,27 @@ def _masked_value(expr: Expr) -> bool:
     return value is not None and value <= _MASKED
 
 
+def _plus_zero(block: _Block, expr: Expr) -> Expr:
+    """``x`` for ``x + 0`` (``tri``'s diagonal offset 0), else ``expr``."""
+    call = block.call(expr, "add")
+    if call is not None:
+        for x, y in (call.args, call.args[::-1]):
+            if _constant(y) == 0:
+                return x
+    return expr
+
+
 def _grid_axis(block: _Block, expr: Expr, size: arith.Dim) -> int | None:
     """0 when ``expr`` is the row index ``arange(size)[:, None]`` of a (size, size) grid,
     1 when it is the column index ``arange(size)[None, :]`` (or the 1-D arange, which
     broadcasts as one); None otherwise."""
     same = arith.prove_equal
     shape = expr.info.shape if isinstance(expr.info, TensorInfo) else None
-    source = expr
+    source = _plus_zero(block, expr)
     for name in ("expand_dims", "reshape"):
-        call = block.call(expr, name)
+        call = block.call(source, name)
         if call is not None:
-            source = call.args[0]
+            source = _plus_zero(block, call.args[0])
     arange = block.call(source, "arange")
     if arange is None or shape is None or not is_integer(arange.info.dtype):
         return None
@@ -192,22 +207,53 @@ def _compared_aranges(block: _Block, condition: Expr, size: arith.Dim) -> bool |
     return None
 
 
+def _keeps(block: _Block, mask: Expr, size: arith.Dim) -> bool | None:
+    """True when ``mask`` (bool, or 0/1 numbers) is true exactly on the kept entries
+    ``j <= i`` of a causal (size, size) mask, False when exactly on the dropped ones,
+    None when it is neither: ``tril(ones)``, ``triu(ones, 1)``, comparisons of aranges
+    (``tri`` is one), and their ``astype`` and ``1 - mask``."""
+    for triangle, k, keeps in (("tril", 0, True), ("triu", 1, False)):
+        call = block.call(mask, triangle)
+        if call is not None:
+            return keeps if call.attrs.k == k and _ones(block, call.args[0], size) else None
+    cast = block.call(mask, "astype")
+    if cast is not None:
+        return _keeps(block, cast.args[0], size)
+    flipped = block.call(mask, "subtract")
+    if flipped is not None and _constant(flipped.args[0]) == 1:
+        inner = _keeps(block, flipped.args[1], size)
+        return None if inner is None else not inner
+    return _compared_aranges(block, mask, size)
+
+
 def _causal_mask(block: _Block, where: Call, size: arith.Dim) -> tuple[Expr, bool] | None:
-    """``(logits, True)`` for ``where(tril(ones), s, -inf)``/``where(triu(ones, 1), -inf,
-    s)`` or the same masks written as comparisons of aranges, with ``-inf`` or a constant
-    at or below ``_MASKED``."""
+    """``(logits, True)`` for ``where(mask, s, c)``/``where(not mask, c, s)`` with a
+    causal ``mask`` (:func:`_keeps`) and ``c`` ``-inf`` or at or below ``_MASKED``."""
     condition, a, b = where.args
-    for triangle, k, kept, dropped in (("tril", 0, a, b), ("triu", 1, b, a)):
-        call = block.call(condition, triangle)
-        if call is None or call.attrs.k != k or not _ones(block, call.args[0], size):
-            continue
-        if _masked_value(dropped):
-            return kept, True
-    keeps = _compared_aranges(block, condition, size)
+    keeps = _keeps(block, condition, size)
     if keeps is None:
         return None
     kept, dropped = (a, b) if keeps else (b, a)
     return (kept, True) if _masked_value(dropped) else None
+
+
+def _additive_mask(block: _Block, total: Call, size: arith.Dim) -> Expr | None:
+    """``s`` for ``s + mask * c`` (either order), where ``mask`` is 1 exactly on the
+    dropped entries of a causal mask and ``c`` at or below ``_MASKED``: picoGPT's
+    ``s + (1 - tri(n)) * -1e10``."""
+    for logits, mask in (total.args, total.args[::-1]):
+        scaled = block.call(mask, "multiply")
+        if scaled is None:
+            continue
+        if scaled.info.dtype not in _FINITE_MASK_DTYPES:
+            continue  # -1e10 rounds to -inf there, and 0 * -inf is nan as written
+        for indicator, factor in (scaled.args, scaled.args[::-1]):
+            value = _constant(factor)
+            if value is None or not math.isfinite(value) or value > _MASKED:
+                continue
+            if _keeps(block, indicator, size) is False:
+                return logits
+    return None
 
 
 def _same_shape(a: Expr, b: Expr) -> bool:
@@ -237,14 +283,19 @@ def _match(block: _Block, product: Call) -> _Match | None:
         return None
     logits, inside = found
     causal = False
+    size = logits.info.shape[-1] if logits.info.shape else None
     where = block.call(logits, "where")
-    if where is not None:
-        size = logits.info.shape[-1] if logits.info.shape else None
-        masked = _causal_mask(block, where, size) if size is not None else None
-        if masked is None or not _same_shape(masked[0], logits):
+    total = block.call(logits, "add")
+    if where is not None or total is not None:
+        if where is not None:
+            masked = _causal_mask(block, where, size) if size is not None else None
+            unmasked = masked[0] if masked is not None else None
+        else:
+            unmasked = _additive_mask(block, total, size) if size is not None else None
+        if unmasked is None or not _same_shape(unmasked, logits):
             return None  # a mask that is not causal, or one broadcasting the logits
         inside.append(logits)
-        logits, causal = masked
+        logits, causal = unmasked, True
     scores, scale, scaled = _scaled(block, logits)
     inside += scaled
     matmul = block.call(scores, "matmul")
@@ -261,7 +312,7 @@ def _operands_fit(match: _Match) -> bool:
     if not all(isinstance(i, TensorInfo) and i.shape is not None for i in infos):
         return False
     query, keys_t, value = (i.shape for i in infos)
-    if len({len(query), len(keys_t), len(value)}) != 1 or len(query) not in (3, 4):
+    if len({len(query), len(keys_t), len(value)}) != 1 or len(query) not in (2, 3, 4):
         return False
     if len({i.dtype for i in infos}) != 1 or infos[0].dtype not in _DTYPES:
         return False
@@ -282,7 +333,8 @@ def _private(block: _Block, match: _Match, product: Call) -> bool:
 
 
 def _axes(rank: int, keys: bool) -> tuple[int, ...]:
-    """``(B, N, T, H) -> (B, T, N, H)``; the transposed keys ``(B, N, H, S) -> (B, S, N, H)``."""
+    """``(B, N, T, H) -> (B, T, N, H)``; the transposed keys ``(B, N, H, S) -> (B, S, N, H)``
+    (rank 3: without ``B``)."""
     if rank == 4:
         return (0, 3, 1, 2) if keys else (0, 2, 1, 3)
     return (2, 0, 1) if keys else (1, 0, 2)
@@ -315,12 +367,23 @@ def _rewrite(block: _Block, binding: Binding, match: _Match) -> list[Binding]:
     rank = len(match.query.info.shape)
     transpose = get("transpose").Attrs
     checks = [c for var in (binding.var, *match.inside) for c in block.calls[var].checks]
-    query = emit.bind("transpose", (match.query,), transpose(_axes(rank, False)))
-    keys = emit.bind("transpose", (match.keys_t,), transpose(_axes(rank, True)))
-    value = emit.bind("transpose", (match.value,), transpose(_axes(rank, False)))
+    if rank == 2:  # one head: (T, H) as the op's (T, 1, H); the keys (H, S) as (1, H, S)
+        expand = get("expand_dims").Attrs
+        query = emit.bind("expand_dims", (match.query,), expand((1,)))
+        keys_t = emit.bind("expand_dims", (match.keys_t,), expand((0,)))
+        keys = emit.bind("transpose", (keys_t,), transpose(_axes(3, True)))
+        value = emit.bind("expand_dims", (match.value,), expand((1,)))
+    else:
+        query = emit.bind("transpose", (match.query,), transpose(_axes(rank, False)))
+        keys = emit.bind("transpose", (match.keys_t,), transpose(_axes(rank, True)))
+        value = emit.bind("transpose", (match.value,), transpose(_axes(rank, False)))
     attrs = AttentionAttrs(scale=match.scale, is_causal=match.causal)
     out = emit.bind("dot_product_attention", (query, keys, value), attrs, tuple(checks))
-    back, _ = emit.call("transpose", (out,), transpose(_axes(rank, False)))
+    if rank == 2:
+        reshape = get("reshape").Attrs
+        back, _ = emit.call("reshape", (out,), reshape(tuple(match.query.info.shape)))
+    else:
+        back, _ = emit.call("transpose", (out,), transpose(_axes(rank, False)))
     return [*emit.bindings, Binding(binding.var, back, binding.location)]
 
 
