@@ -69,9 +69,29 @@ def test_transposed_operands_are_read_through_their_strides(transpose_a, transpo
     if transpose_b:
         b = np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)
     jobs = gemm.plan_jobs(a, b, np.empty((2, 33, 45), np.float32), threads=2)
-    assert jobs is not None and set(jobs[:, 0]) == {112 if transpose_a else 111}
-    assert set(jobs[:, 1]) == {112 if transpose_b else 111}
+    assert jobs is not None and set(jobs[:, 1]) == {112 if transpose_a else 111}
+    assert set(jobs[:, 2]) == {112 if transpose_b else 111}
     out = np.empty((2, 33, 45), np.float32)
+    gemm.matmul(a, b, out)
+    np.testing.assert_allclose(out, _expected(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize(("rows", "cols"), [(1, 3000), (3000, 1), (1, 1)])
+def test_a_row_or_a_column_is_a_gemv(rows, cols, transposed):
+    """One-token decode (a row times a weight) and matrix-vector products call GEMV,
+    split between the threads, reading the matrix as stored (transposed or not)."""
+    rng = np.random.default_rng(rows + cols)
+    k = 700
+    a = rng.standard_normal((rows, k)).astype(np.float32)
+    b = rng.standard_normal((k, cols)).astype(np.float32)
+    if transposed:  # the matrix operand read through transposed strides
+        a = np.ascontiguousarray(a.T).T if rows > 1 else a
+        b = np.ascontiguousarray(b.T).T if cols > 1 else b
+    out = np.full((rows, cols), np.nan, np.float32)
+    jobs = gemm.plan_jobs(a, b, out, threads=2)
+    assert set(jobs[:, 0]) == {1}  # GEMV
+    assert len(jobs) == (1 if rows == cols else 2)
     gemm.matmul(a, b, out)
     np.testing.assert_allclose(out, _expected(a, b), rtol=1e-4, atol=1e-4)
 
@@ -96,12 +116,12 @@ def test_jobs_share_the_work_between_threads():
     jobs = gemm.plan_jobs(
         np.empty((32, 768), f32), np.empty((768, 2304), f32), np.empty((32, 2304), f32), 2
     )
-    assert len(jobs) == 2 and list(jobs[:, 3]) == [1152, 1152] and set(jobs[:, 2]) == {32}
+    assert len(jobs) == 2 and list(jobs[:, 4]) == [1152, 1152] and set(jobs[:, 3]) == {32}
     # more rows than columns: row blocks
     jobs = gemm.plan_jobs(
         np.empty((512, 64), f32), np.empty((64, 16), f32), np.empty((512, 16), f32), 2
     )
-    assert list(jobs[:, 2]) == [256, 256] and set(jobs[:, 3]) == {16}
+    assert list(jobs[:, 3]) == [256, 256] and set(jobs[:, 4]) == {16}
     # an even batch: one whole product per job; an odd one: each item halved
     a, b = np.empty((4, 64, 64), f32), np.empty((4, 64, 64), f32)
     assert len(gemm.plan_jobs(a, b, np.empty((4, 64, 64), f32), 2)) == 4
@@ -111,7 +131,7 @@ def test_jobs_share_the_work_between_threads():
     jobs = gemm.plan_jobs(
         np.empty((3, 17, 8), f32), np.empty((8, 4096), f32), np.empty((3, 17, 4096), f32), 2
     )
-    assert set(jobs[:, 2]) == {51} and len(jobs) == 2
+    assert set(jobs[:, 3]) == {51} and len(jobs) == 2
     # a small product stays on the calling thread
     assert (
         len(gemm.plan_jobs(np.empty((4, 4), f32), np.empty((4, 4), f32), np.empty((4, 4), f32), 2))

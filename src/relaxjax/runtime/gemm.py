@@ -41,8 +41,11 @@ __all__ = ["GemmLibrary", "gemm_library", "matmul", "plan_jobs"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 #: Fields of one job, int64 each: transposes, sizes, then pointer/leading-dim pairs.
-_FIELDS = ("trans_a", "trans_b", "m", "n", "k", "a", "lda", "b", "ldb", "c", "ldc")
-_A, _B, _C = _FIELDS.index("a"), _FIELDS.index("b"), _FIELDS.index("c")
+_FIELDS = ("kind", "trans_a", "trans_b", "m", "n", "k", "a", "lda", "b", "ldb", "c", "ldc")
+#: Job kinds: ``cblas_?gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc)``, or
+#: ``cblas_?gemv(trans_a, m, n, a, lda, b, ldb, c, ldc)`` (``ldb``/``ldc`` the vectors'
+#: increments) for a product with one row or one column: a GEMM would pack the matrix.
+_GEMM, _GEMV = 0, 1
 #: Products with fewer multiply-adds than this run on the calling thread alone: waking
 #: a worker costs more than it saves.
 _SERIAL_WORK = 1 << 18
@@ -57,14 +60,16 @@ declare i32 @omp_get_num_threads()
 """
 
 #: One driver: ``{name}(context, threads)`` runs the jobs of ``context = {cblas_?gemm,
-#: jobs, count}`` on ``threads`` threads, each a contiguous share of the jobs.
+#: cblas_?gemv, jobs, count}`` on ``threads`` threads, each a contiguous share of the jobs.
 _DRIVER = """
 define internal void @{name}_body(ptr %ctx) {{
 entry:
-  %fn = load ptr, ptr %ctx
-  %jobs_at = getelementptr inbounds i64, ptr %ctx, i64 1
+  %gemm = load ptr, ptr %ctx
+  %gemv_at = getelementptr inbounds i64, ptr %ctx, i64 1
+  %gemv = load ptr, ptr %gemv_at
+  %jobs_at = getelementptr inbounds i64, ptr %ctx, i64 2
   %jobs = load ptr, ptr %jobs_at
-  %count_at = getelementptr inbounds i64, ptr %ctx, i64 2
+  %count_at = getelementptr inbounds i64, ptr %ctx, i64 3
   %count = load i64, ptr %count_at
   %tid32 = call i32 @omp_get_thread_num()
   %nt32 = call i32 @omp_get_num_threads()
@@ -78,30 +83,44 @@ entry:
   %empty = icmp uge i64 %lo, %hi
   br i1 %empty, label %done, label %loop
 loop:
-  %j = phi i64 [ %lo, %entry ], [ %next, %loop ]
-  %base = mul i64 %j, 11
-  %f0 = getelementptr inbounds i64, ptr %jobs, i64 %base
-  %ta64 = load i64, ptr %f0
-  %f1 = getelementptr inbounds i64, ptr %f0, i64 1
-  %tb64 = load i64, ptr %f1
-  %f2 = getelementptr inbounds i64, ptr %f0, i64 2
-  %m = load i64, ptr %f2
-  %f3 = getelementptr inbounds i64, ptr %f0, i64 3
-  %n = load i64, ptr %f3
-  %f4 = getelementptr inbounds i64, ptr %f0, i64 4
-  %k = load i64, ptr %f4
-  %f5 = getelementptr inbounds i64, ptr %f0, i64 5
-  %a = load ptr, ptr %f5
-  %f6 = getelementptr inbounds i64, ptr %f0, i64 6
-  %lda = load i64, ptr %f6
-  %f7 = getelementptr inbounds i64, ptr %f0, i64 7
-  %b = load ptr, ptr %f7
-  %f8 = getelementptr inbounds i64, ptr %f0, i64 8
-  %ldb = load i64, ptr %f8
-  %f9 = getelementptr inbounds i64, ptr %f0, i64 9
-  %c = load ptr, ptr %f9
-  %f10 = getelementptr inbounds i64, ptr %f0, i64 10
-  %ldc = load i64, ptr %f10
+  %j = phi i64 [ %lo, %entry ], [ %next, %join ]
+  %base = mul i64 %j, 12
+  %at0 = add i64 %base, 0
+  %at1 = add i64 %base, 1
+  %at2 = add i64 %base, 2
+  %at3 = add i64 %base, 3
+  %at4 = add i64 %base, 4
+  %at5 = add i64 %base, 5
+  %at6 = add i64 %base, 6
+  %at7 = add i64 %base, 7
+  %at8 = add i64 %base, 8
+  %at9 = add i64 %base, 9
+  %at10 = add i64 %base, 10
+  %at11 = add i64 %base, 11
+  %f0 = getelementptr inbounds i64, ptr %jobs, i64 %at0
+  %kind = load i64, ptr %f0
+  %f1 = getelementptr inbounds i64, ptr %jobs, i64 %at1
+  %ta64 = load i64, ptr %f1
+  %f2 = getelementptr inbounds i64, ptr %jobs, i64 %at2
+  %tb64 = load i64, ptr %f2
+  %f3 = getelementptr inbounds i64, ptr %jobs, i64 %at3
+  %m = load i64, ptr %f3
+  %f4 = getelementptr inbounds i64, ptr %jobs, i64 %at4
+  %n = load i64, ptr %f4
+  %f5 = getelementptr inbounds i64, ptr %jobs, i64 %at5
+  %k = load i64, ptr %f5
+  %f6 = getelementptr inbounds i64, ptr %jobs, i64 %at6
+  %a = load ptr, ptr %f6
+  %f7 = getelementptr inbounds i64, ptr %jobs, i64 %at7
+  %lda = load i64, ptr %f7
+  %f8 = getelementptr inbounds i64, ptr %jobs, i64 %at8
+  %b = load ptr, ptr %f8
+  %f9 = getelementptr inbounds i64, ptr %jobs, i64 %at9
+  %ldb = load i64, ptr %f9
+  %f10 = getelementptr inbounds i64, ptr %jobs, i64 %at10
+  %c = load ptr, ptr %f10
+  %f11 = getelementptr inbounds i64, ptr %jobs, i64 %at11
+  %ldc = load i64, ptr %f11
   %ta = trunc i64 %ta64 to i32
   %tb = trunc i64 %tb64 to i32
   %mi = {narrow} i64 %m to {int}
@@ -110,9 +129,18 @@ loop:
   %ldai = {narrow} i64 %lda to {int}
   %ldbi = {narrow} i64 %ldb to {int}
   %ldci = {narrow} i64 %ldc to {int}
-  call void %fn(i32 {row_major}, i32 %ta, i32 %tb, {int} %mi, {int} %ni, {int} %ki,
-                {real} 1.0, ptr %a, {int} %ldai, ptr %b, {int} %ldbi,
-                {real} 0.0, ptr %c, {int} %ldci)
+  %is_gemm = icmp eq i64 %kind, 0
+  br i1 %is_gemm, label %call_gemm, label %call_gemv
+call_gemm:
+  call void %gemm(i32 {row_major}, i32 %ta, i32 %tb, {int} %mi, {int} %ni, {int} %ki,
+                  {real} 1.0, ptr %a, {int} %ldai, ptr %b, {int} %ldbi,
+                  {real} 0.0, ptr %c, {int} %ldci)
+  br label %join
+call_gemv:
+  call void %gemv(i32 {row_major}, i32 %ta, {int} %mi, {int} %ni, {real} 1.0, ptr %a,
+                  {int} %ldai, ptr %b, {int} %ldbi, {real} 0.0, ptr %c, {int} %ldci)
+  br label %join
+join:
   %next = add i64 %j, 1
   %more = icmp ult i64 %next, %hi
   br i1 %more, label %loop, label %done
@@ -133,7 +161,7 @@ class GemmLibrary:
     """OpenBLAS's entry points and the compiled parallel drivers, per dtype."""
 
     drivers: dict[np.dtype, ctypes._CFuncPtr]
-    gemms: dict[np.dtype, int]  # dtype -> address of cblas_?gemm
+    blas: dict[np.dtype, tuple[int, int]]  # dtype -> addresses of cblas_?gemm, cblas_?gemv
     set_threads: ctypes._CFuncPtr
     get_threads: ctypes._CFuncPtr
     max_threads: int
@@ -149,7 +177,7 @@ def _symbol(library: ctypes.CDLL, names: tuple[str, ...]) -> tuple[str, object] 
 
 
 def _openblas_entry_points() -> tuple[dict[str, object], bool] | None:
-    """cblas_sgemm/dgemm and the thread-count calls of the process's OpenBLAS, and
+    """cblas_?gemm/?gemv and the thread-count calls of the process's OpenBLAS, and
     whether its integers are 64-bit; None without one."""
     for path in blas_libraries():
         try:
@@ -160,6 +188,8 @@ def _openblas_entry_points() -> tuple[dict[str, object], bool] | None:
         for key, stem in (
             ("s", "cblas_sgemm"),
             ("d", "cblas_dgemm"),
+            ("sv", "cblas_sgemv"),
+            ("dv", "cblas_dgemv"),
             ("set", "openblas_set_num_threads"),
             ("get", "openblas_get_num_threads"),
         ):
@@ -212,9 +242,11 @@ def gemm_library() -> GemmLibrary | None:
             np.dtype(np.float32): driver(library.addresses["relaxjax_gemm_float"]),
             np.dtype(np.float64): driver(library.addresses["relaxjax_gemm_double"]),
         },
-        gemms={
-            np.dtype(np.float32): ctypes.cast(functions["s"], ctypes.c_void_p).value,
-            np.dtype(np.float64): ctypes.cast(functions["d"], ctypes.c_void_p).value,
+        blas={
+            np.dtype(dtype): tuple(
+                ctypes.cast(functions[key], ctypes.c_void_p).value for key in keys
+            )
+            for dtype, keys in ((np.float32, ("s", "sv")), (np.float64, ("d", "dv")))
         },
         set_threads=set_threads,
         get_threads=get_threads,
@@ -279,8 +311,23 @@ def _fold_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray):
     return rows_a, b[(0,) * (b.ndim - 2)], rows_out
 
 
+def _job(trans_a, trans_b, rows, cols, k, a, b, c) -> tuple[int, ...]:
+    """One job's record: ``c = a @ b`` for a (rows, k) ``a`` and a (k, cols) ``b`` read
+    as BLAS matrices (``(pointer, leading dimension)`` each, with their transposes); a
+    GEMV when there is one row or one column."""
+    flag = {False: _NO_TRANS, True: _TRANS}
+    if rows == 1:  # c = x @ b with x a row: b^T x (x's stride is 1, see _layout)
+        # b stored (k, cols) is read transposed; stored (cols, k), as it is
+        m, n = (cols, k) if trans_b else (k, cols)
+        return (_GEMV, flag[not trans_b], 0, m, n, 0, *b, a[0], 1, c[0], 1)
+    if cols == 1:  # c = a @ y with y a column whose stride is its leading dimension
+        m, n = (k, rows) if trans_a else (rows, k)
+        return (_GEMV, flag[bool(trans_a)], 0, m, n, 0, *a, b[0], 1 if trans_b else b[1], *c)
+    return (_GEMM, flag[bool(trans_a)], flag[bool(trans_b)], rows, cols, k, *a, *b, *c)
+
+
 def plan_jobs(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray | None:
-    """The jobs computing ``out = a @ b`` (an (count, 11) int64 array of
+    """The jobs computing ``out = a @ b`` (a (count, 12) int64 array of
     :data:`_FIELDS`), or None when an operand's layout is not one BLAS reads."""
     a, b, out = _fold_batch(*_as_matrices(a, b, out))
     m, k = a.shape[-2:]
@@ -316,19 +363,7 @@ def plan_jobs(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> np
                 job_a, job_b, job_c = at[0] + offset_a * size, at[1], at[2] + lo * ldc * size
                 rows, cols = hi - lo, n
             jobs.append(
-                (
-                    _TRANS if trans_a else _NO_TRANS,
-                    _TRANS if trans_b else _NO_TRANS,
-                    rows,
-                    cols,
-                    k,
-                    job_a,
-                    lda,
-                    job_b,
-                    ldb,
-                    job_c,
-                    ldc,
-                )  # fmt: skip
+                _job(trans_a, trans_b, rows, cols, k, (job_a, lda), (job_b, ldb), (job_c, ldc))
             )
     return np.array(jobs, np.int64).reshape(-1, len(_FIELDS))
 
@@ -374,7 +409,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     if jobs is None:
         np.matmul(a, b, out=out)
         return
-    context = np.array([library.gemms[out.dtype], jobs.ctypes.data, len(jobs)], np.int64)
+    context = np.array([*library.blas[out.dtype], jobs.ctypes.data, len(jobs)], np.int64)
     threads = min(len(jobs), library.max_threads)
     with _SingleThreadedBlas(library):
         driver(context.ctypes.data, threads)
