@@ -90,10 +90,26 @@ def test_a_row_or_a_column_is_a_gemv(rows, cols, transposed):
         b = np.ascontiguousarray(b.T).T if cols > 1 else b
     out = np.full((rows, cols), np.nan, np.float32)
     jobs = gemm.plan_jobs(a, b, out, threads=2)
-    assert set(jobs[:, 0]) == {1}  # GEMV
+    assert set(jobs[:, 0]) == {2 if rows == 1 else 1}  # GEMV with the matrix b, or a
     assert len(jobs) == (1 if rows == cols else 2)
     gemm.matmul(a, b, out)
     np.testing.assert_allclose(out, _expected(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_a_cached_plan_serves_new_operands_of_the_same_layout():
+    """Plans are cached by shapes and strides with pointers relative to the operands:
+    later operands at other addresses (and the vector of a GEMV) must be found."""
+    rng = np.random.default_rng(5)
+    keep = []
+    for _ in range(3):
+        for shape_a, shape_b in [*SHAPES, ((1, 700), (700, 3000)), ((3000, 700), (700, 1))]:
+            a = rng.standard_normal(shape_a).astype(np.float32)
+            keep.append(np.empty(1000, np.float32))  # moves the next arrays
+            b = rng.standard_normal(shape_b).astype(np.float32)
+            expected = _expected(a, b)
+            out = np.full(expected.shape, np.nan, np.float32)
+            gemm.matmul(a, b, out)
+            np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_layouts_blas_cannot_read_and_other_dtypes_fall_back_to_numpy():

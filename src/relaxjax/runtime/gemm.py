@@ -42,10 +42,12 @@ __all__ = ["GemmLibrary", "gemm_library", "matmul", "plan_jobs"]
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 #: Fields of one job, int64 each: transposes, sizes, then pointer/leading-dim pairs.
 _FIELDS = ("kind", "trans_a", "trans_b", "m", "n", "k", "a", "lda", "b", "ldb", "c", "ldc")
-#: Job kinds: ``cblas_?gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc)``, or
-#: ``cblas_?gemv(trans_a, m, n, a, lda, b, ldb, c, ldc)`` (``ldb``/``ldc`` the vectors'
-#: increments) for a product with one row or one column: a GEMM would pack the matrix.
-_GEMM, _GEMV = 0, 1
+#: Job kinds: ``cblas_?gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc)``; for a
+#: product with one column, ``cblas_?gemv(trans_a, m, n, a, lda, b, ldb, c, ldc)``
+#: (``ldb``/``ldc`` the vectors' increments), and with one row the same with the matrix
+#: ``b`` and the vector ``a`` swapped (``lda`` its increment): a GEMM would pack the
+#: matrix. Pointer fields always hold a pointer into their own operand.
+_GEMM, _GEMV_COLUMN, _GEMV_ROW = 0, 1, 2
 #: Products with fewer multiply-adds than this run on the calling thread alone: waking
 #: a worker costs more than it saves.
 _SERIAL_WORK = 1 << 18
@@ -137,8 +139,13 @@ call_gemm:
                   {real} 0.0, ptr %c, {int} %ldci)
   br label %join
 call_gemv:
-  call void %gemv(i32 {row_major}, i32 %ta, {int} %mi, {int} %ni, {real} 1.0, ptr %a,
-                  {int} %ldai, ptr %b, {int} %ldbi, {real} 0.0, ptr %c, {int} %ldci)
+  %is_row = icmp eq i64 %kind, 2
+  %matrix = select i1 %is_row, ptr %b, ptr %a
+  %ldm = select i1 %is_row, {int} %ldbi, {int} %ldai
+  %vector = select i1 %is_row, ptr %a, ptr %b
+  %inc = select i1 %is_row, {int} %ldai, {int} %ldbi
+  call void %gemv(i32 {row_major}, i32 %ta, {int} %mi, {int} %ni, {real} 1.0, ptr %matrix,
+                  {int} %ldm, ptr %vector, {int} %inc, {real} 0.0, ptr %c, {int} %ldci)
   br label %join
 join:
   %next = add i64 %j, 1
@@ -319,10 +326,10 @@ def _job(trans_a, trans_b, rows, cols, k, a, b, c) -> tuple[int, ...]:
     if rows == 1:  # c = x @ b with x a row: b^T x (x's stride is 1, see _layout)
         # b stored (k, cols) is read transposed; stored (cols, k), as it is
         m, n = (cols, k) if trans_b else (k, cols)
-        return (_GEMV, flag[not trans_b], 0, m, n, 0, *b, a[0], 1, c[0], 1)
+        return (_GEMV_ROW, flag[not trans_b], 0, m, n, 0, a[0], 1, *b, c[0], 1)
     if cols == 1:  # c = a @ y with y a column whose stride is its leading dimension
         m, n = (k, rows) if trans_a else (rows, k)
-        return (_GEMV, flag[bool(trans_a)], 0, m, n, 0, *a, b[0], 1 if trans_b else b[1], *c)
+        return (_GEMV_COLUMN, flag[bool(trans_a)], 0, m, n, 0, *a, b[0], 1 if trans_b else b[1], *c)
     return (_GEMM, flag[bool(trans_a)], flag[bool(trans_b)], rows, cols, k, *a, *b, *c)
 
 
@@ -394,6 +401,41 @@ class _SingleThreadedBlas:
                 self.library.set_threads(_active[1])
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The jobs of one layout of operands, pointers relative to the operands' data."""
+
+    jobs: np.ndarray  # (count, len(_FIELDS)) int64, pointer fields as offsets
+    threads: int
+    blas: tuple[int, int]
+
+
+_POINTERS = np.zeros((3, len(_FIELDS)), np.int64)
+for _row, _field in enumerate(("a", "b", "c")):
+    _POINTERS[_row, _FIELDS.index(_field)] = 1
+_plans: dict[tuple, _Plan | None] = {}
+_MAX_PLANS = 4096
+
+
+def _plan(library: GemmLibrary, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> _Plan | None:
+    """The cached plan for these operands' shapes, strides and dtype (None: numpy's)."""
+    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, out.dtype.num)
+    try:
+        return _plans[key]
+    except KeyError:
+        pass
+    jobs = plan_jobs(a, b, out, library.max_threads)
+    plan = None
+    if jobs is not None:
+        bases = np.array([x.ctypes.data for x in (a, b, out)], np.int64) @ _POINTERS
+        threads = min(len(jobs), library.max_threads)
+        plan = _Plan(jobs - bases, threads, library.blas[out.dtype])
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    _plans[key] = plan
+    return plan
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """``out[...] = a @ b`` (jnp.matmul semantics, ``out`` C-contiguous of the result's
     shape and dtype), on the runtime's threads when OpenBLAS is there (module doc)."""
@@ -405,11 +447,12 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     if a.shape[-1] == 0:
         out[...] = 0
         return
-    jobs = plan_jobs(a, b, out, library.max_threads)
-    if jobs is None:
+    plan = _plan(library, a, b, out)
+    if plan is None:
         np.matmul(a, b, out=out)
         return
-    context = np.array([*library.blas[out.dtype], jobs.ctypes.data, len(jobs)], np.int64)
-    threads = min(len(jobs), library.max_threads)
+    bases = np.array((a.ctypes.data, b.ctypes.data, out.ctypes.data), np.int64) @ _POINTERS
+    jobs = plan.jobs + bases
+    context = np.array((*plan.blas, jobs.ctypes.data, len(jobs)), np.int64)
     with _SingleThreadedBlas(library):
-        driver(context.ctypes.data, threads)
+        driver(context.ctypes.data, plan.threads)
