@@ -9,6 +9,8 @@ that OpenBLAS's own thread count is back after each call.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -179,3 +181,19 @@ def test_a_compiled_program_calls_it(n, monkeypatch):
     expected = np.tanh(x.astype(np.float64) @ w) @ v
     np.testing.assert_allclose(np.asarray(f(x, w, v)), expected, rtol=1e-4, atol=1e-4)
     assert len(planned) == (2 if n else 0)  # an empty product needs no BLAS call
+
+
+def test_the_pool_can_be_turned_off_for_comparison():
+    """``RELAXJAX_BLAS_POOL=0``: no driver, products through numpy.matmul (a fresh
+    process: the library is made once per process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np; from relaxjax.runtime import gemm;"
+        "a = np.ones((300, 300), np.float32); out = np.empty_like(a);"
+        "gemm.matmul(a, a, out); print(gemm.gemm_library() is None, float(out[0, 0]))"
+    )
+    env = {**os.environ, "RELAXJAX_BLAS_POOL": "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.stdout.split() == ["True", "300.0"], result.stderr

@@ -23,6 +23,10 @@ row-major or a transposed row-major matrix, a dtype other than float32/float64, 
 BLAS that is not OpenBLAS goes to ``numpy.matmul`` unchanged. A 2-D right operand
 shared by every batch item folds the batch into the rows of one product (``x @ w``
 for ``x`` of shape (B, n, d)).
+
+``RELAXJAX_BLAS_POOL=0`` in the environment (read once, when the first product runs)
+sends every product to ``numpy.matmul`` on OpenBLAS's own threads instead: the
+comparison to make when measuring this choice.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import os
 import threading
 from dataclasses import dataclass
 
@@ -213,13 +218,16 @@ def _openblas_entry_points() -> tuple[dict[str, object], bool] | None:
 @functools.cache
 def gemm_library() -> GemmLibrary | None:
     """The compiled drivers over the process's OpenBLAS, once; None when there is no
-    OpenBLAS with the cblas entry points (products then go to ``numpy.matmul``)."""
+    OpenBLAS with the cblas entry points, or ``RELAXJAX_BLAS_POOL=0`` (products then go
+    to ``numpy.matmul``)."""
     import numpy  # noqa: F401  (numpy's OpenBLAS must be loaded to be found)
 
     from relaxjax.backends.llvm.gomp import ensure_libgomp
     from relaxjax.backends.llvm.jit import compile_object, load_object
     from relaxjax.backends.llvm.target import host_target
 
+    if os.environ.get("RELAXJAX_BLAS_POOL", "1") == "0":
+        return None
     entry = _openblas_entry_points()
     if entry is None:
         return None
