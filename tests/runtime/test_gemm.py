@@ -114,6 +114,20 @@ def test_a_cached_plan_serves_new_operands_of_the_same_layout():
             np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_row_blocks_of_one_row_read_a_transposed_operand_through_its_stride():
+    """Two rows split between two threads: each block is a GEMV whose vector is a row
+    of the transposed left operand (stride lda, not 1)."""
+    rng = np.random.default_rng(6)
+    k = 1 << 17  # enough work for two threads
+    a = np.ascontiguousarray(rng.standard_normal((k, 2)).astype(np.float32)).T
+    b = rng.standard_normal((k, 1)).astype(np.float32)
+    out = np.full((2, 1), np.nan, np.float32)
+    jobs = gemm.plan_jobs(a, b, out, threads=2)
+    assert len(jobs) == 2 and set(jobs[:, 0]) == {2} and set(jobs[:, 7]) == {2}
+    gemm.matmul(a, b, out)
+    np.testing.assert_allclose(out, _expected(a, b), rtol=1e-3, atol=1e-2)
+
+
 def test_layouts_blas_cannot_read_and_other_dtypes_fall_back_to_numpy():
     rng = np.random.default_rng(4)
     strided = rng.standard_normal((20, 30)).astype(np.float32)[::2, ::3]  # no unit stride

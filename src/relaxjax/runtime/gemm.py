@@ -180,6 +180,7 @@ class GemmLibrary:
 
 
 def _symbol(library: ctypes.CDLL, names: tuple[str, ...]) -> tuple[str, object] | None:
+    """The first of ``names`` the library exports, with its function."""
     for name in names:
         try:
             return name, getattr(library, name)
@@ -220,8 +221,6 @@ def gemm_library() -> GemmLibrary | None:
     """The compiled drivers over the process's OpenBLAS, once; None when there is no
     OpenBLAS with the cblas entry points, or ``RELAXJAX_BLAS_POOL=0`` (products then go
     to ``numpy.matmul``)."""
-    import numpy  # noqa: F401  (numpy's OpenBLAS must be loaded to be found)
-
     from relaxjax.backends.llvm.gomp import ensure_libgomp
     from relaxjax.backends.llvm.jit import compile_object, load_object
     from relaxjax.backends.llvm.target import host_target
@@ -331,10 +330,11 @@ def _job(trans_a, trans_b, rows, cols, k, a, b, c) -> tuple[int, ...]:
     as BLAS matrices (``(pointer, leading dimension)`` each, with their transposes); a
     GEMV when there is one row or one column."""
     flag = {False: _NO_TRANS, True: _TRANS}
-    if rows == 1:  # c = x @ b with x a row: b^T x (x's stride is 1, see _layout)
+    if rows == 1:  # c = x @ b with x a row of a: b^T x
         # b stored (k, cols) is read transposed; stored (cols, k), as it is
         m, n = (cols, k) if trans_b else (k, cols)
-        return (_GEMV_ROW, flag[not trans_b], 0, m, n, 0, a[0], 1, *b, c[0], 1)
+        increment = a[1] if trans_a else 1  # a row of a transposed matrix is strided
+        return (_GEMV_ROW, flag[not trans_b], 0, m, n, 0, a[0], increment, *b, c[0], 1)
     if cols == 1:  # c = a @ y with y a column whose stride is its leading dimension
         m, n = (k, rows) if trans_a else (rows, k)
         return (_GEMV_COLUMN, flag[bool(trans_a)], 0, m, n, 0, *a, b[0], 1 if trans_b else b[1], *c)
