@@ -13,6 +13,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relaxjax as relax
 import relaxjax.numpy as rnp
@@ -211,3 +213,42 @@ def test_the_pool_can_be_turned_off_for_comparison():
     env = {**os.environ, "RELAXJAX_BLAS_POOL": "0"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert result.stdout.split() == ["True", "300.0"], result.stderr
+
+
+@st.composite
+def _operands(draw):
+    """Two matmul operands of random sizes (0, 1 and more), batch shapes that broadcast,
+    each matrix stored as it is or transposed, and a thread count."""
+    m, k, n = (draw(st.sampled_from([0, 1, 2, 3, 17, 40])) for _ in range(3))
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    batch_a = tuple(d if draw(st.booleans()) else 1 for d in batch)
+    batch_b = tuple(d if draw(st.booleans()) else 1 for d in batch)[
+        draw(st.integers(0, len(batch))) :
+    ]
+    vector_a = not batch_a and draw(st.booleans())
+    vector_b = not batch_b and draw(st.booleans())
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+
+    def matrix(batch, rows, cols, transposed):
+        if transposed:
+            return np.ascontiguousarray(rng.standard_normal(batch + (cols, rows))).swapaxes(-1, -2)
+        return rng.standard_normal(batch + (rows, cols))
+
+    a = rng.standard_normal(k) if vector_a else matrix(batch_a, m, k, draw(st.booleans()))
+    b = rng.standard_normal(k) if vector_b else matrix(batch_b, k, n, draw(st.booleans()))
+    return a.astype(np.float32), b.astype(np.float32), draw(st.integers(1, 3))
+
+
+@settings(max_examples=200)  # small products: about a second
+@given(_operands())
+def test_any_plan_on_any_thread_count_matches_numpy(operands):
+    """Every job split (no size threshold) and thread count computes the product."""
+    a, b, threads = operands
+    expected = _expected(a, b)
+    out = np.full(expected.shape, np.nan, np.float32)
+    jobs = gemm.plan_jobs(a, b, out, threads, min_work=0) if out.size and a.shape[-1] else None
+    if jobs is None:
+        gemm.matmul(a, b, out)  # empty products and fallbacks
+    else:
+        gemm.run_jobs(jobs, out.dtype, threads)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)

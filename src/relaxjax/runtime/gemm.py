@@ -42,7 +42,7 @@ import numpy as np
 
 from relaxjax.runtime.blas import blas_libraries
 
-__all__ = ["GemmLibrary", "gemm_library", "matmul", "plan_jobs"]
+__all__ = ["GemmLibrary", "gemm_library", "matmul", "plan_jobs", "run_jobs"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 #: Fields of one job, int64 each: transposes, sizes, then pointer/leading-dim pairs.
@@ -341,9 +341,12 @@ def _job(trans_a, trans_b, rows, cols, k, a, b, c) -> tuple[int, ...]:
     return (_GEMM, flag[bool(trans_a)], flag[bool(trans_b)], rows, cols, k, *a, *b, *c)
 
 
-def plan_jobs(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray | None:
+def plan_jobs(
+    a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int, min_work: int = _SERIAL_WORK
+) -> np.ndarray | None:
     """The jobs computing ``out = a @ b`` (a (count, 12) int64 array of
-    :data:`_FIELDS`), or None when an operand's layout is not one BLAS reads."""
+    :data:`_FIELDS`) for ``threads`` threads (one, below ``min_work`` multiply-adds),
+    or None when an operand's layout is not one BLAS reads."""
     a, b, out = _fold_batch(*_as_matrices(a, b, out))
     m, k = a.shape[-2:]
     n = out.shape[-1]
@@ -357,7 +360,7 @@ def plan_jobs(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> np
     ldc = out.strides[-2] // size if m > 1 else max(n, 1)
     batch = out.shape[:-2]
     count = math.prod(batch)
-    if m * n * k < _SERIAL_WORK:
+    if m * n * k < min_work:
         threads = 1
     pieces = _pieces(count, threads, m, n)
     split_columns = n >= m
@@ -460,7 +463,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         np.matmul(a, b, out=out)
         return
     bases = np.array((a.ctypes.data, b.ctypes.data, out.ctypes.data), np.int64) @ _POINTERS
-    jobs = plan.jobs + bases
-    context = np.array((*plan.blas, jobs.ctypes.data, len(jobs)), np.int64)
+    run_jobs(plan.jobs + bases, out.dtype, plan.threads)
+
+
+def run_jobs(jobs: np.ndarray, dtype: np.dtype, threads: int) -> None:
+    """Run :func:`plan_jobs`' jobs for operands of ``dtype`` on ``threads`` threads
+    (the operands must stay alive meanwhile: the jobs hold their addresses)."""
+    library = gemm_library()
+    context = np.array((*library.blas[dtype], jobs.ctypes.data, len(jobs)), np.int64)
     with _SingleThreadedBlas(library):
-        driver(context.ctypes.data, plan.threads)
+        library.drivers[dtype](context.ctypes.data, threads)
