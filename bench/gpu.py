@@ -158,6 +158,21 @@ def bench_gpt2(repeat: int, torch, jax) -> None:
         )
 
 
+def profile_gpt2() -> None:
+    """``f.profile`` of the GPT-2 block on the GPU: where the time goes, kernel by kernel."""
+    from models import NAMES, block_params, gpt_block
+
+    device = current_device()
+    params = block_params(768, 3072, np.random.default_rng(0))
+    f = gpt_block(768, 12, 3072)
+    device_params = [as_device_array(device, params[n]) for n in NAMES]
+    for n in (128, 512):
+        x = as_device_array(device, np.random.default_rng(n).standard_normal((n, 768), np.float32))
+        f(x, *device_params)
+        print(f"\n== f.profile of the GPT-2-small block at n={n}")
+        print(f.profile(x, *device_params))
+
+
 def _ready(jitted):
     """A jax function that waits for its result."""
     return lambda *args: jitted(*args).block_until_ready()
@@ -184,6 +199,7 @@ def _torch_block(torch, params):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--profile", action="store_true", help="per-kernel GPT-2 block profiles")
     args = parser.parse_args()
     found = probe()
     if not found.available:
@@ -203,6 +219,8 @@ def main() -> int:
     bench_bandwidth(repeat, torch)
     bench_matmul(repeat, torch, cupy)
     bench_gpt2(repeat, torch, jax)
+    if args.profile:
+        profile_gpt2()
     return 0
 
 

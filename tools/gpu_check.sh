@@ -14,7 +14,7 @@
 #   2. pytest.log   the `gpu`-marked tests (tests/runtime/cuda/test_gpu.py: every op vs jax,
 #                   MLP and GPT block at several n with one executable, DLPack with
 #                   torch/jax/cupy, CUDA-graph replay, allocator reuse) + junit.xml;
-#   3. bench.txt    bench/gpu.py --quick (bandwidth, matmul vs cuBLAS, GPT-2 block vs
+#   3. bench.txt    bench/gpu.py --quick --profile (bandwidth, matmul vs cuBLAS, GPT-2 block vs
 #                   torch/torch.compile/jax).
 # Wheels the machine lacks can be carried in ./.whl (see docs/gpu.md); they are installed
 # into /tmp/site first. The script never downloads anything.
@@ -101,7 +101,7 @@ echo "(exit $tests, $(( $(date +%s) - start )) s so far)"
 echo "== 3. bench/gpu.py --quick (limit $(( TOTAL_LIMIT - ($(date +%s) - start) )) s)"
 left=$(( TOTAL_LIMIT - ($(date +%s) - start) ))
 if [ "$left" -gt 30 ]; then
-    timeout "$left" "$PY" bench/gpu.py --quick >"$OUT/bench.txt" 2>&1
+    timeout "$left" "$PY" bench/gpu.py --quick --profile >"$OUT/bench.txt" 2>&1
     bench=$?
     cat "$OUT/bench.txt"
 else

@@ -24,6 +24,11 @@ region. The runner is plain Python over the regions' generated functions
 - ``switch`` converts its index to int32 as jax does, then clamps it into range. When a
   branch's result shape is not known at the call, the branch allocates its results and
   the program reads their shapes after it ran (a new segment, as for calls).
+
+The runners touch arrays only through an :class:`ArrayOps` (copy, copy into, the slice
+``x[t]``, a 0-d index array): numpy's for the CPU (:data:`HOST_OPS`), the device's for a
+GPU program (:mod:`relaxjax.runtime.cuda.program`), whose regions run their kernels on
+the GPU while the loop itself runs here, on the host.
 """
 
 from __future__ import annotations
@@ -43,7 +48,28 @@ from relaxjax.ir.control import ScanAttrs
 if TYPE_CHECKING:
     from relaxjax.runtime.program import CalleeCode
 
-__all__ = ["ControlLaunch", "plan_control"]
+__all__ = ["HOST_OPS", "ArrayOps", "ControlLaunch", "plan_control"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayOps:
+    """How a runner copies and slices the arrays it handles (see the module doc)."""
+
+    copy: Callable[[object], object]
+    copyto: Callable[[object, object], None]
+    row: Callable[[object, int], object]  # x[t, ...]: a view
+    index: Callable[[int, np.dtype], object]  # the 0-d array of a fori_loop index
+    #: Whether a view can be a kernel's buffer as it is (else a copy stands in for it).
+    aligned: Callable[[object], bool] = lambda array: True
+
+
+#: The runners' array operations on numpy arrays (the CPU runtime).
+HOST_OPS = ArrayOps(
+    copy=np.array,
+    copyto=np.copyto,
+    row=lambda x, t: x[t, ...],  # type: ignore[index]
+    index=lambda t, dtype: np.array(t, dtype),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +109,15 @@ def _regions(call: Call, callees: Mapping[str, CalleeCode], where: str) -> list[
 
 
 def plan_control(
-    call: Call, callees: Mapping[str, CalleeCode], returns: bool, where: str
+    call: Call,
+    callees: Mapping[str, CalleeCode],
+    returns: bool,
+    where: str,
+    ops: ArrayOps = HOST_OPS,
 ) -> ControlLaunch:
     """The runner of the control call ``call`` and what to pass it. ``returns``: the
     results' shapes are unknown to the caller, so the runner returns them (only for
-    ``switch``)."""
+    ``switch``); ``ops``: how the runner handles the arrays."""
     op = call.op.name  # type: ignore[union-attr]
     parts = call.op.parts(call.args)  # type: ignore[union-attr]
     regions = _regions(call, callees, where)
@@ -101,11 +131,11 @@ def plan_control(
     carries, consts = _fields(parts["carries"]), _fields(parts["consts"])
     if op == "while_loop":
         cond, body = regions
-        runner = _WhileRunner(cond, body, len(carries), len(consts))
+        runner = _WhileRunner(cond, body, len(carries), len(consts), ops)
         return ControlLaunch(runner, (*carries, *consts), symbols)
     if op == "fori_loop":
         (body,) = regions
-        runner = _ForiRunner(body, _index_dtype(body.index), len(carries), len(consts))
+        runner = _ForiRunner(body, _index_dtype(body.index), len(carries), len(consts), ops)
         return ControlLaunch(runner, (parts["lower"], parts["upper"], *carries, *consts), symbols)
     if op == "scan":
         (body,) = regions
@@ -113,7 +143,7 @@ def plan_control(
         assert isinstance(attrs, ScanAttrs)
         xs = _fields(parts["xs"])
         ys = len(call.info.fields) - len(carries)  # type: ignore[union-attr]
-        runner = _ScanRunner(body, len(carries), len(xs), len(consts), ys, attrs.reverse)
+        runner = _ScanRunner(body, len(carries), len(xs), len(consts), ys, attrs.reverse, ops)
         return ControlLaunch(runner, (*carries, *xs, *consts), (attrs.length, *symbols))
     raise LoweringError(f"{where}: the runtime does not run control op {op}")
 
@@ -146,14 +176,17 @@ class _SwitchRunner:
 class _WhileRunner:
     """``(*carries, *consts, *results, *cond_symbols, *body_symbols)``."""
 
-    def __init__(self, cond: _Region, body: _Region, carries: int, consts: int) -> None:
+    def __init__(
+        self, cond: _Region, body: _Region, carries: int, consts: int, ops: ArrayOps
+    ) -> None:
         self.cond, self.body = cond.run, body.run
         self.cond_count = len(cond.symbols)
         self.carries, self.consts = carries, consts
+        self.ops = ops
 
     def __call__(self, *args: object) -> None:
         k, c = self.carries, self.consts
-        carries = [np.array(a) for a in args[:k]]  # owned copies: the body may update them
+        carries = [self.ops.copy(a) for a in args[:k]]  # owned: the body may update them
         consts = args[k : k + c]
         results = args[k + c : 2 * k + c]
         symbols = args[2 * k + c :]
@@ -163,44 +196,55 @@ class _WhileRunner:
         while cond(*carries, *consts, None, *cond_symbols)[0]:
             carries = body(*carries, *consts, *nones, *body_symbols)
         for result, carry in zip(results, carries):
-            np.copyto(result, carry)
+            self.ops.copyto(result, carry)
 
 
 class _ForiRunner:
     """``(lower, upper, *carries, *consts, *results, *body_symbols)``."""
 
-    def __init__(self, body: _Region, index: np.dtype, carries: int, consts: int) -> None:
+    def __init__(
+        self, body: _Region, index: np.dtype, carries: int, consts: int, ops: ArrayOps
+    ) -> None:
         self.body = body.run
         self.index = index
         self.carries, self.consts = carries, consts
+        self.ops = ops
 
     def __call__(self, lower: object, upper: object, *args: object) -> None:
         k, c = self.carries, self.consts
-        carries = [np.array(a) for a in args[:k]]
+        carries = [self.ops.copy(a) for a in args[:k]]
         consts = args[k : k + c]
         results = args[k + c : 2 * k + c]
         symbols = args[2 * k + c :]
         nones = (None,) * k
-        body, dtype = self.body, self.index
+        body, dtype, index = self.body, self.index, self.ops.index
         for t in range(int(lower), int(upper)):  # type: ignore[call-overload]
-            carries = body(np.array(t, dtype), *carries, *consts, *nones, *symbols)
+            carries = body(index(t, dtype), *carries, *consts, *nones, *symbols)
         for result, carry in zip(results, carries):
-            np.copyto(result, carry)
+            self.ops.copyto(result, carry)
 
 
 class _ScanRunner:
     """``(*carries, *xs, *consts, *final_carries, *ys, length, *body_symbols)``."""
 
     def __init__(
-        self, body: _Region, carries: int, xs: int, consts: int, ys: int, reverse: bool
+        self,
+        body: _Region,
+        carries: int,
+        xs: int,
+        consts: int,
+        ys: int,
+        reverse: bool,
+        ops: ArrayOps,
     ) -> None:
         self.body = body.run
         self.carries, self.xs, self.consts, self.ys = carries, xs, consts, ys
         self.reverse = reverse
+        self.ops = ops
 
     def __call__(self, *args: object) -> None:
         k, m, c, q = self.carries, self.xs, self.consts, self.ys
-        carries = [np.array(a) for a in args[:k]]
+        carries = [self.ops.copy(a) for a in args[:k]]
         xs = args[k : k + m]
         consts = args[k + m : k + m + c]
         finals = args[k + m + c : 2 * k + m + c]
@@ -208,11 +252,18 @@ class _ScanRunner:
         length = int(args[2 * k + m + c + q])  # type: ignore[call-overload]
         symbols = args[2 * k + m + c + q + 1 :]
         nones = (None,) * k
-        body = self.body
+        body, ops = self.body, self.ops
         steps = range(length - 1, -1, -1) if self.reverse else range(length)
         for t in steps:
-            x_t = [x[t, ...] for x in xs]  # type: ignore[index]
-            y_t = [y[t, ...] for y in ys]  # type: ignore[index]
-            carries = body(*carries, *x_t, *consts, *nones, *y_t, *symbols)[:k]
+            x_t = [ops.row(x, t) for x in xs]
+            x_t = [x if ops.aligned(x) else ops.copy(x) for x in x_t]
+            y_t = [ops.row(y, t) for y in ys]
+            # an unaligned row of ys: the body allocates the output, copied into the row
+            into = [y if ops.aligned(y) else None for y in y_t]
+            results = body(*carries, *x_t, *consts, *nones, *into, *symbols)
+            carries = results[:k]
+            for y, given, result in zip(y_t, into, results[k:]):
+                if given is None:
+                    ops.copyto(y, result)
         for result, carry in zip(finals, carries):
-            np.copyto(result, carry)
+            ops.copyto(result, carry)

@@ -81,7 +81,7 @@ from relaxjax.passes.legalize import LegalizedAttrs
 from relaxjax.passes.walk import used_vars
 from relaxjax.runtime import messages
 from relaxjax.runtime.arguments import emit_arguments, emit_range_check
-from relaxjax.runtime.control import plan_control
+from relaxjax.runtime.control import HOST_OPS, ArrayOps, plan_control
 from relaxjax.runtime.env import SymbolTable
 from relaxjax.runtime.externs import lookup_extern
 from relaxjax.runtime.launch import Launcher, data_pointer, object_args_supported
@@ -164,6 +164,9 @@ def _flat_values(bound: object) -> list[Value]:
 
 class ProgramWriter:
     """Writes the executable of one legalised graph function (see the module doc)."""
+
+    #: How control-flow runners copy and slice arrays (the GPU writer's are the device's).
+    control_ops: ArrayOps = HOST_OPS
 
     def __init__(
         self,
@@ -389,7 +392,7 @@ class ProgramWriter:
         assert call.info is not None
         leaves = [_as_tensor(leaf) for leaf in data_leaves([call.info])]
         known = all(t.shape is not None for t in leaves)
-        plan = plan_control(call, self.callees, not known, where)
+        plan = plan_control(call, self.callees, not known, where, self.control_ops)
         inputs = [v for arg in plan.inputs for v in _flat_values(self._operand(arg, where))]
         self._emit_checks(call.checks, binding.location)
         symbols = [self.symbols.code(d, where) for d in plan.symbols]

@@ -164,3 +164,21 @@ def test_mlp_and_gpt_block_with_the_gpu_rules(emulated_rules):
             np.asarray(block(x, *args)), np.asarray(jax_block(x, params, 2)), rtol=3e-4, atol=3e-5
         )
     assert block.cache_size() == 1
+
+
+def test_profile_times_every_gpu_launch(emulated):
+    @relax.jit(target="cuda")
+    def f(x: relax.Tensor(("n", 8), "float32"), w: relax.Tensor((8, 8), "float32")):
+        return rnn.softmax(rnp.tanh(x @ w), axis=-1)
+
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((5, 8), np.float32), rng.standard_normal((8, 8), np.float32)
+    profile = f.profile(x, w)
+    e = np.exp(np.tanh(x @ w))
+    np.testing.assert_allclose(np.asarray(profile.result), e / e.sum(-1, keepdims=True), 1e-5)
+    kernels = [row for row in profile.rows if row.kind == "kernel"]
+    assert len(kernels) >= 2 and all(row.calls == 1 for row in kernels), profile
+    assert {row.rule for row in kernels} <= {"matmul", "reduction", "injective", "test_binding"}
+    total = sum(row.total_ms for row in profile.rows)
+    assert abs(total - profile.wall_ms) <= 0.1 * profile.wall_ms
+    assert f.cache_size() == 1

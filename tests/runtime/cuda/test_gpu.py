@@ -127,3 +127,73 @@ def test_the_allocator_reuses_memory_across_calls():
         del y
     assert allocator.stats().allocations == before
     assert allocator.stats().reuses >= 5
+
+
+def test_profile_rows_sum_to_the_wall_time_on_the_gpu():
+    rng = np.random.default_rng(5)
+    block = gpt_block(64, 4, 256)
+    params = block_params(64, 256, rng)
+    args = [
+        params[name] for name in ("wq", "wk", "wv", "wo", "w_fc", "w_proj", "g1", "b1", "g2", "b2")
+    ]
+    x = rng.standard_normal((33, 64)).astype(np.float32)
+    block(x, *args)
+    profile = block.profile(x, *args)
+    np.testing.assert_allclose(
+        np.asarray(profile.result), np.asarray(jax_block(x, params, 4)), rtol=3e-4, atol=3e-4
+    )
+    assert sum(row.calls for row in profile.rows if row.kind == "kernel") >= 5, profile
+    total = sum(row.total_ms for row in profile.rows)
+    assert abs(total - profile.wall_ms) <= 0.1 * profile.wall_ms, profile
+
+
+def test_control_flow_and_calls_on_the_gpu():
+    import importlib.util
+
+    import jax
+
+    import relaxjax.lax as lax
+    import relaxjax.numpy as rnp
+
+    @relax.jit
+    def inner(a: relax.Tensor(("n", 5), "float32")):
+        return rnp.tanh(a) * 2.0
+
+    @relax.jit(target="cuda")
+    def f(xs: relax.Tensor(("t", "n", 5), "float32"), h: relax.Tensor(("n", 5), "float32")):
+        carry, ys = lax.scan(lambda c, x: (inner(c + x), c * 0.5), h, xs)
+        return lax.fori_loop(0, 3, lambda i, v: v + i.astype("float32"), carry), ys
+
+    rng = np.random.default_rng(6)
+    for t, n in ((0, 2), (1, 1), (7, 3)):
+        xs = rng.standard_normal((t, n, 5)).astype(np.float32)
+        h = rng.standard_normal((n, 5)).astype(np.float32)
+        c, ys = h, []
+        for step in range(t):
+            ys.append(c * 0.5)
+            c = np.tanh(c + xs[step]) * 2.0
+        carry, stacked = f(xs, h)
+        np.testing.assert_allclose(np.asarray(carry), c + 3.0, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(stacked), np.array(ys).reshape(t, n, 5), rtol=1e-5, atol=1e-5
+        )
+    assert f.cache_size() == 1
+
+    # the jax-style GPT-2 of tests/models (scan over stacked layers), on the GPU
+    path = Path(__file__).parents[2] / "models" / "test_ported_models.py"
+    spec = importlib.util.spec_from_file_location("ported_models_for_gpu", path)
+    ported_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ported_tests)
+    orig = ported_tests.load("jax_gpt2.py")
+    ported = ported_tests.load("jax_gpt2.py", ported_tests.JAX_TO_RELAX)
+    params = ported_tests._as(ported, ported_tests._gpt2_params(orig, rng))
+    cfg = ported.Config(n_head=ported_tests.HEADS)
+    compiled = relax.jit(lambda p, ids: ported.gpt2(p, ids, cfg), target="cuda")
+    reference = jax.jit(orig.gpt2, static_argnames="cfg")
+    for batch, length in ((2, 5), (1, 1)):
+        ids = rng.integers(0, ported_tests.VOCAB, (batch, length)).astype(np.int32)
+        ours = compiled(params, ids)
+        theirs = reference(
+            ported_tests._as(orig, params), ids, orig.Config(n_head=ported_tests.HEADS)
+        )
+        np.testing.assert_allclose(np.asarray(ours.logits), theirs.logits, rtol=2e-4, atol=2e-5)

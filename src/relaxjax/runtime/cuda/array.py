@@ -120,10 +120,18 @@ class DeviceArray:
         return bool(self.numpy())
 
     def copy(self) -> DeviceArray:
-        """A new device array with the same contents (a device-to-device copy)."""
+        """A new device array with the same contents (a device-to-device copy, after the
+        kernels that write this array)."""
         result = device_empty(self.device, self.shape, self.dtype)
-        self.device.driver.copy_device(result.ptr, self.ptr, self.nbytes, self.device.stream)
+        copy_device(result, self)
         return result
+
+    def row(self, index: int) -> DeviceArray:
+        """``self[index]`` along the first axis: a view (it keeps this array alive)."""
+        if not 0 <= index < self.shape[0]:
+            raise IndexError(f"index {index} out of range for axis 0 of size {self.shape[0]}")
+        nbytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+        return DeviceArray(self.device, self.ptr + index * nbytes, self.shape[1:], self.dtype, self)
 
     # -- interop -------------------------------------------------------------------------------
 
@@ -183,6 +191,21 @@ def device_empty(device: Device, shape: tuple[int, ...], dtype: Any) -> DeviceAr
     nbytes = math.prod(shape) * dtype.itemsize
     block: Block = device.allocator.allocate(nbytes)
     return DeviceArray(device, block.pointer, shape, dtype, block)
+
+
+def copy_device(destination: DeviceArray, source: DeviceArray) -> None:
+    """Copy ``source`` into ``destination`` (same size) on the device's stream, after the
+    kernels recorded so far (which may write the source or read the destination)."""
+    if destination.nbytes != source.nbytes:
+        raise ValueError(
+            f"copy of {source.nbytes} bytes into a device array of {destination.nbytes}"
+        )
+    recorder = current_recorder()
+    if recorder is not None:
+        recorder.flush()
+    if source.nbytes:
+        device = destination.device
+        device.driver.copy_device(destination.ptr, source.ptr, source.nbytes, device.stream)
 
 
 def is_gpu_array(value: object) -> bool:

@@ -124,13 +124,7 @@ def compile_program(
         )
     function = entry_function(mod, entry)
     functions = reachable_functions(mod, function.name)
-    if len(functions) > 1:
-        raise LoweringError(
-            f"function {function.name}: target 'cuda' runs one graph function; it calls "
-            f"{', '.join(f.name for f in functions[:-1])} (use relax.jit(..., inline=True) "
-            "for the callees)"
-        )
-    names = list(dict.fromkeys(called_kernels(function)))
+    names = list(dict.fromkeys(k for f in functions for k in called_kernels(f)))
     placed, host = {}, []
     for name in names:
         kernel, on_device = _place_kernel(mod[name], name, schedule, target)

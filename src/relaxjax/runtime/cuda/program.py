@@ -15,6 +15,7 @@ library calls run on numpy arrays between the explicit copies of the IR.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,16 +23,36 @@ import numpy as np
 from relaxjax import backends, dtypes
 from relaxjax.backends.cuda import CudaTarget
 from relaxjax.errors import LoweringError
-from relaxjax.ir import CALL_EXTERN, CALL_TIR, CALL_TIR_INPLACE, Binding, Call, Function, IRModule
+from relaxjax.ir import (
+    CALL_EXTERN,
+    CALL_TIR,
+    CALL_TIR_INPLACE,
+    Binding,
+    Call,
+    Function,
+    IRModule,
+    donated_params,
+)
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST
-from relaxjax.runtime.cuda.array import as_device_array, device_empty, is_gpu_array
-from relaxjax.runtime.cuda.compile import compile_program
+from relaxjax.passes.walk import reachable_functions
+from relaxjax.runtime.calls import CalleeWriter
+from relaxjax.runtime.control import ArrayOps
+from relaxjax.runtime.cuda.array import (
+    DeviceArray,
+    as_device_array,
+    copy_device,
+    device_empty,
+    is_gpu_array,
+)
+from relaxjax.runtime.cuda.compile import CudaProgram, compile_program
 from relaxjax.runtime.cuda.device import Device, require_device
 from relaxjax.runtime.cuda.graphs import GraphPolicy, LaunchGraphs, current_recorder, recording
 from relaxjax.runtime.cuda.launcher import KernelLauncher
 from relaxjax.runtime.executable import Executable
 from relaxjax.runtime.memory import ALIGNMENT, plan_memory
-from relaxjax.runtime.program import KernelHandle, ProgramWriter, _Launch
+from relaxjax.runtime.profiling import Profile, ProfilingBuild, profile_call
+from relaxjax.runtime.program import CalleeCode, KernelHandle, ProgramWriter, _Launch
+from relaxjax.runtime.recorder import Recorder
 from relaxjax.runtime.values import Storage, Value
 
 __all__ = ["CudaExecutable", "CudaProgramWriter", "build_cuda_executable"]
@@ -41,7 +62,24 @@ class CudaExecutable(Executable):
     """An executable whose data lives on a GPU (see the module doc): ``program`` (the
     :class:`CudaProgram`), ``graphs`` (its CUDA graphs and their ``stats``), ``device``."""
 
-    __slots__ = ("device", "graphs", "program")
+    __slots__ = ("device", "graphs", "program", "launchers")
+
+    def profile(self, *args: object) -> Profile:
+        """Run once on the flat arguments, timing every launch on the GPU: each kernel is
+        launched directly (no CUDA graph) and the device is synchronised around it, so a
+        row is the kernel's time on the device plus its launch. The profiling build is
+        written on the first call."""
+        if self._profiling is None:
+            recorder = Recorder()
+            recorder.clock = _synchronizing_clock(self.device)
+            callees = _write_callees(
+                self.program, self._handles, self.launchers, self.device, recorder
+            )
+            writer = CudaProgramWriter(
+                self.function, self._handles, self.launchers, self.device, recorder, callees
+            )
+            self._profiling = ProfilingBuild(_on_device(writer.write(), self.device), recorder)
+        return profile_call(self._profiling, self.function.name, args)
 
 
 def build_cuda_executable(
@@ -75,14 +113,55 @@ def build_cuda_executable(
         for name, kernel in built.items():
             handles[name] = KernelHandle(kernel.func, int(kernel.address))
             compiled[name] = kernel
-    writer = CudaProgramWriter(program.function, handles, launchers, device)
+    callees = _write_callees(program, handles, launchers, device)
+    writer = CudaProgramWriter(program.function, handles, launchers, device, None, callees)
     inner = writer.write()
     run = _wrapped(inner, device, launch_graphs)
-    executable = CudaExecutable.create(module, program.function, compiled, run)
+    executable = CudaExecutable.create(module, program.function, compiled, run, handles=handles)
     executable.device = device
     executable.graphs = launch_graphs
+    executable.launchers = launchers
     executable.program = program
     return executable  # type: ignore[return-value]
+
+
+def _write_callees(
+    program: CudaProgram,
+    handles: Mapping[str, KernelHandle],
+    launchers: Mapping[str, KernelLauncher],
+    device: Device,
+    recorder: Recorder | None = None,
+) -> dict[str, CalleeCode]:
+    """The generated code of the graph functions the entry calls (other jitted functions,
+    regions of control flow), callees first."""
+    callees: dict[str, CalleeCode] = {}
+    for function in reachable_functions(program.module, program.function.name)[:-1]:
+        writer = CudaCalleeWriter(function, handles, launchers, device, recorder, callees)
+        callees[function.name] = CalleeCode(function, writer.write())
+    return callees
+
+
+def _synchronizing_clock(device: Device) -> Callable[[], int]:
+    """A nanosecond clock that first waits for the device's stream (profiling)."""
+    clock = time.perf_counter_ns
+
+    def synchronized() -> int:
+        device.synchronize()
+        return clock()
+
+    return synchronized
+
+
+def _on_device(inner: Callable[..., tuple], device: Device) -> Callable[..., tuple]:
+    """``inner`` on GPU arrays used in place, launching directly; returns when done."""
+
+    def run(*args: object) -> tuple:
+        args = tuple(as_device_array(device, a) if is_gpu_array(a) else a for a in args)
+        outputs = inner(*args)
+        device.synchronize()
+        return outputs
+
+    return run
 
 
 def _wrapped(
@@ -97,41 +176,34 @@ def _wrapped(
     return run
 
 
-class CudaProgramWriter(ProgramWriter):
-    """The generated code of a cuda executable (see the module doc)."""
+class _OnDevice(ProgramWriter):
+    """What the generated code of a GPU program does differently from the CPU's (the base
+    of the entry's writer and of the callee writer, :mod:`relaxjax.runtime.calls`): data
+    in device memory, kernels launched through their launchers, explicit copies, and
+    control-flow runners that copy and slice device arrays."""
 
-    def __init__(
-        self,
-        function: Function,
-        kernels: Mapping[str, KernelHandle],
-        launchers: Mapping[str, KernelLauncher],
-        device: Device,
-    ) -> None:
+    def _init_device(self, device: Device, launchers: Mapping[str, KernelLauncher]) -> None:
         self.device = device
         self.launchers = dict(launchers)
         self.on_host: set[Storage] = set()
-        super().__init__(function, kernels, None)
-        self._upload = self.writer.constant(functools.partial(as_device_array, device), "to_device")
-        self._device_empty = self.writer.constant(functools.partial(device_empty, device), "dempty")
+        self.control_ops = device_array_ops(device)
 
-    # -- arguments, constants, scalars: on the device -------------------------------------------
+    def _device_helpers(self) -> None:
+        writer = self.writer
+        self._upload = writer.constant(functools.partial(as_device_array, self.device), "to_device")
+        self._device_empty = writer.constant(functools.partial(device_empty, self.device), "dempty")
+        self._device_view = writer.constant(functools.partial(_arena_view, self.device), "dview")
 
-    def _emit_params(self) -> list[str]:
-        params = super()._emit_params()
-        for param in self.function.params:
-            value = self.values.get(param)
-            if isinstance(value, Value):
-                self.writer.line(f"{value.ref} = {self._upload}({value.ref})")
-        return params
+    # -- constants and scalars: on the device ---------------------------------------------------
 
     def _constant(self, array: np.ndarray, info: object) -> Value:
         uploaded = as_device_array(self.device, array)
         name = self.writer.constant(uploaded, "const")
         shape = tuple(str(d) for d in array.shape)
-        return Value(info, shape, name, True, self._new_storage("constant"))  # type: ignore[arg-type]
+        return Value(info, shape, name, True, self._new_storage("constant"))
 
     def _prim_value(self, prim: object, where: str) -> Value:
-        value = super()._prim_value(prim, where)  # type: ignore[arg-type]
+        value = super()._prim_value(prim, where)
         if value.storage.kind == "scalar":
             self.writer.line(f"{value.ref} = {self._upload}({value.ref})")
         return value
@@ -139,14 +211,14 @@ class CudaProgramWriter(ProgramWriter):
     # -- where values live --------------------------------------------------------------------
 
     def _binding(self, binding: object) -> None:
-        super()._binding(binding)  # type: ignore[arg-type]
+        super()._binding(binding)
         if not isinstance(binding, Binding) or not isinstance(binding.value, Call):
             return
         call = binding.value
         if call.op is CALL_EXTERN:  # a copy to the host, or a library call (on the host)
-            on_host = call.args[0].symbol != TO_DEVICE  # type: ignore[union-attr]
+            on_host = call.args[0].symbol != TO_DEVICE
         elif call.op is CALL_TIR or call.op is CALL_TIR_INPLACE:
-            on_host = call.args[0].name not in self.launchers  # type: ignore[union-attr]
+            on_host = call.args[0].name not in self.launchers
         else:
             on_host = False
         if on_host:
@@ -154,12 +226,6 @@ class CudaProgramWriter(ProgramWriter):
             for leaf in value if isinstance(value, tuple) else (value,):
                 self.on_host.add(leaf.storage)
                 self.host_read.add(leaf.storage)
-
-    def _call_function(self, call: object, binding: object, where: str) -> object:
-        raise LoweringError(f"{where}: target 'cuda' does not run calls of graph functions yet")
-
-    def _control(self, call: object, binding: object, where: str) -> object:
-        raise LoweringError(f"{where}: target 'cuda' does not run control flow (relaxjax.lax) yet")
 
     def _place(self, value: Value) -> None:
         if value.storage in self.on_host:
@@ -194,6 +260,24 @@ class CudaProgramWriter(ProgramWriter):
                 value.info, value.shape, value.ref, False, value.storage
             )
 
+    def _array_code(self, value: Value) -> str:
+        """Source of the array holding ``value`` as a runner or a called function takes it:
+        a DeviceArray (an arena slice viewed as one), or a numpy array on the host."""
+        if value.storage in self.on_host:
+            return super()._array_code(value)
+        if value.view is not None:
+            raise LoweringError(f"target 'cuda' has no strided views (value {value.ref})")
+        current = self.storage_values.get(value.storage, value)
+        if current.by_object:
+            return current.ref
+        arena, _ = self.arena_of[value.storage]
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        local = self.writer.fresh("v")
+        self.writer.line(
+            f"{local} = {self._device_view}({arena}, {current.ref}, {value.shape_code}, {dtype})"
+        )
+        return local
+
     # -- launches and copies --------------------------------------------------------------------
 
     def _device_ref(self, value: Value) -> str:
@@ -204,7 +288,10 @@ class CudaProgramWriter(ProgramWriter):
         if launch.kernel in self.launchers:
             call = self.writer.constant(self.launchers[launch.kernel], f"k_{launch.kernel}")
             refs = [self._device_ref(v) for v in launch.buffers]
+            timed = self._start_timing(launch)
             self.writer.line(f"{call}({', '.join(refs + launch.symbols)})")
+            if timed is not None:
+                self._stop_timing(timed, launch.symbols)
             return
         if launch.kernel in (TO_HOST, TO_DEVICE):
             self._emit_copy(launch)
@@ -213,14 +300,119 @@ class CudaProgramWriter(ProgramWriter):
 
     def _emit_copy(self, launch: _Launch) -> None:
         source, destination = launch.buffers
+        writer = self.writer
         if launch.kernel == TO_HOST:
-            helper = self.writer.constant(functools.partial(_copy_to_host, self.device), "to_host")
+            helper = writer.constant(functools.partial(_copy_to_host, self.device), "to_host")
             current = self.storage_values.get(destination.storage, destination)
-            self.writer.line(f"{helper}({current.ref}, {self._device_ref(source)})")
+            writer.line(f"{helper}({current.ref}, {self._device_ref(source)})")
         else:
-            helper = self.writer.constant(functools.partial(_copy_to_device, self.device), "to_dev")
+            helper = writer.constant(functools.partial(_copy_to_device, self.device), "to_dev")
             current = self.storage_values.get(source.storage, source)
-            self.writer.line(f"{helper}({self._device_ref(destination)}, {current.ref})")
+            writer.line(f"{helper}({self._device_ref(destination)}, {current.ref})")
+
+
+class CudaProgramWriter(_OnDevice):
+    """The generated code of a cuda executable (see the module doc)."""
+
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        launchers: Mapping[str, KernelLauncher],
+        device: Device,
+        recorder: Recorder | None = None,
+        callees: Mapping[str, CalleeCode] | None = None,
+    ) -> None:
+        self._init_device(device, launchers)
+        ProgramWriter.__init__(self, function, kernels, callees, recorder)
+        self._device_helpers()
+
+    def _emit_params(self) -> list[str]:
+        params = super()._emit_params()
+        for param in self.function.params:
+            value = self.values.get(param)
+            if isinstance(value, Value):
+                self.writer.line(f"{value.ref} = {self._upload}({value.ref})")
+        return params
+
+
+class CudaCalleeWriter(_OnDevice, CalleeWriter):
+    """The generated function of a graph function that a GPU program calls (another
+    jitted function, or a region of control flow), on device arrays: see
+    :mod:`relaxjax.runtime.calls`."""
+
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        launchers: Mapping[str, KernelLauncher],
+        device: Device,
+        recorder: Recorder | None = None,
+        callees: Mapping[str, CalleeCode] | None = None,
+    ) -> None:
+        self._init_device(device, launchers)
+        CalleeWriter.__init__(self, function, kernels, callees, recorder)
+        self._device_helpers()
+        self._copy = self.writer.constant(copy_device, "dcopyto")
+
+    def _place(self, value: Value) -> None:
+        destination = self._destinations.get(value.storage)
+        if destination is None:
+            super()._place(value)
+            return
+        dtype = self.writer.constant(dtypes.to_numpy(value.info.dtype), value.info.dtype)
+        self.writer.line(f"if {destination} is None:")
+        self.writer.line(f"{destination} = {self._device_empty}({value.shape_code}, {dtype})", 2)
+        self.writer.line(f"{value.ref} = {destination}")
+
+    def _emit_return(self, outputs: Sequence[Value]) -> None:
+        donated = donated_params(self.function)
+        handed: set[Storage] = set()  # donated parameters already returned once
+        for destination, value in self._copies:
+            array = self._array_code(value)
+            storage = value.storage
+            if storage.kind == "param" and storage.index in donated and storage not in handed:
+                handed.add(storage)  # a carry the loop gave us: hand it back as it is
+                self.writer.line(f"if {destination} is None:")
+                self.writer.line(f"{destination} = {array}", 2)
+                self.writer.line(f"elif {destination} is not {array}:")
+                self.writer.line(f"{self._copy}({destination}, {array})", 2)
+                continue
+            self.writer.line(f"if {destination} is None:")
+            self.writer.line(f"{destination} = {array}.copy()", 2)
+            self.writer.line("else:")
+            self.writer.line(f"{self._copy}({destination}, {array})", 2)
+        results = "".join(f"o{i}, " for i in range(len(outputs)))
+        self.writer.line(f"return ({results})")
+
+
+def _arena_view(
+    device: Device, arena: DeviceArray, pointer: int, shape: tuple[int, ...], dtype: np.dtype
+) -> DeviceArray:
+    """The arena's slice at ``pointer`` as a DeviceArray (it keeps the arena alive)."""
+    return DeviceArray(device, pointer, shape, dtype, arena)
+
+
+def device_array_ops(device: Device) -> ArrayOps:
+    """How control-flow runners copy and slice device arrays (the loop runs on the host,
+    the regions' kernels on the GPU)."""
+
+    def index(value: int, dtype: np.dtype) -> DeviceArray:
+        recorder = current_recorder()
+        if recorder is not None:
+            recorder.flush()  # the memory may be a previous step's index, still to be read
+        return as_device_array(device, np.array(value, dtype))
+
+    def copyto(destination: DeviceArray, source: DeviceArray) -> None:
+        copy_device(destination, source)
+
+    return ArrayOps(
+        copy=DeviceArray.copy,  # type: ignore[arg-type]
+        copyto=copyto,  # type: ignore[arg-type]
+        row=DeviceArray.row,  # type: ignore[arg-type]
+        index=index,
+        aligned=lambda array: array.ptr % ALIGNMENT == 0,  # type: ignore[attr-defined]
+    )
 
 
 def _copy_to_host(device: Device, destination: np.ndarray, source: int) -> None:
