@@ -78,7 +78,32 @@ def _arange_masks(np_):
         e = np_.exp(s - s.max(-1, keepdims=True))
         return (e / e.sum(-1, keepdims=True)) @ v
 
-    return {"keep_ge": keep_ge, "drop_lt": drop_lt, "keep_le_swapped": keep_le_swapped}
+    def nanogpt(q, k, v):  # masked_fill(tril(ones) == 0, -inf), the float buffer's way
+        n = q.shape[-2]
+        s = (q @ np_.swapaxes(k, -1, -2)) * 0.125
+        s = np_.where(np_.tril(np_.ones((n, n))) == 0, -np.inf, s)
+        return _softmax(np_, s) @ v
+
+    def negated(q, k, v):  # logical_not of the strict upper triangle, as bool
+        n = q.shape[-2]
+        upper = np_.arange(n)[:, None] < np_.arange(n)[None, :]
+        return (
+            _softmax(np_, np_.where(np_.logical_not(upper), q @ np_.swapaxes(k, -1, -2), -np.inf))
+            @ v
+        )
+
+    return {
+        "keep_ge": keep_ge,
+        "drop_lt": drop_lt,
+        "keep_le_swapped": keep_le_swapped,
+        "nanogpt": nanogpt,
+        "negated": negated,
+    }
+
+
+def _softmax(np_, s):
+    e = np_.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
 
 def _reference(fn, q, k, v):
@@ -139,6 +164,8 @@ def test_hand_written_attention_becomes_the_fused_op(fn, spec, causal, scale):
         ("keep_ge", (2, 3, "n", 8), 0.25),
         ("drop_lt", (3, "n", 16), 0.125),
         ("keep_le_swapped", (2, "n", 8), 1.0),
+        ("nanogpt", (1, 2, "n", 8), 0.125),
+        ("negated", (2, "n", 8), 1.0),
     ],
 )
 def test_arange_comparison_masks_become_the_causal_op(name, spec, scale):
@@ -252,7 +279,12 @@ def _arange_variant(relation: str, masked: float, start: int = 0):
     def fn(q, k, v):
         n = q.shape[-2]
         rows, cols = rnp.arange(start, n + start)[:, None], rnp.arange(start, n + start)[None, :]
-        keep = {"ge": rows >= cols, "gt": rows > cols, "le": rows <= cols}[relation]
+        keep = {
+            "ge": rows >= cols,
+            "gt": rows > cols,
+            "le": rows <= cols,
+            "tril_eq0": rnp.tril(rnp.ones((n, n))) == 0,  # true on the dropped entries
+        }[relation]
         return rnn.softmax(rnp.where(keep, q @ k.swapaxes(-1, -2), masked), axis=-1) @ v
 
     return fn
@@ -260,8 +292,20 @@ def _arange_variant(relation: str, masked: float, start: int = 0):
 
 @pytest.mark.parametrize(
     ("relation", "masked", "start"),
-    [("gt", -np.inf, 0), ("le", -np.inf, 0), ("ge", -1e3, 0), ("ge", -np.inf, 1)],
-    ids=["strict-drops-the-diagonal", "upper-triangle", "small-constant", "arange-from-1"],
+    [
+        ("gt", -np.inf, 0),
+        ("le", -np.inf, 0),
+        ("ge", -1e3, 0),
+        ("ge", -np.inf, 1),
+        ("tril_eq0", -np.inf, 0),
+    ],
+    ids=[
+        "strict-drops-the-diagonal",
+        "upper-triangle",
+        "small-constant",
+        "arange-from-1",
+        "keeps-the-dropped-side",
+    ],
 )
 def test_arange_masks_that_are_not_the_causal_op_stay_as_written(relation, masked, start):
     t = relax.Tensor((2, "n", 8), "float32")

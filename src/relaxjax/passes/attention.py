@@ -6,7 +6,8 @@ Within a dataflow block, the pattern a user writes for causal self-attention ove
     s = (q @ k.transpose(0, 1, 3, 2)) * scale          # or / scale, or no scale
     s = where(tril(ones((T, T), bool)), s, -inf)        # or where(triu(ones, 1), -inf, s)
     #   or a comparison of aranges: where(arange(T)[:, None] >= arange(T), s, -inf),
-    #   where(arange(T)[:, None] < arange(T)[None, :], -inf, s), ... (nanoGPT), or
+    #   where(arange(T)[:, None] < arange(T)[None, :], -inf, s), where(tril(ones) == 0,
+    #   -inf, s) (nanoGPT's masked_fill), logical_not or astype of those, or
     #   an additive mask: s + (1 - tri(T)) * -1e10 (picoGPT)
     p = softmax(s, axis=-1)                             # or exp(s - max) / sum(exp(s - max))
     y = p @ v
@@ -211,7 +212,8 @@ def _keeps(block: _Block, mask: Expr, size: arith.Dim) -> bool | None:
     """True when ``mask`` (bool, or 0/1 numbers) is true exactly on the kept entries
     ``j <= i`` of a causal (size, size) mask, False when exactly on the dropped ones,
     None when it is neither: ``tril(ones)``, ``triu(ones, 1)``, comparisons of aranges
-    (``tri`` is one), and their ``astype`` and ``1 - mask``."""
+    (``tri`` is one), and their ``astype``, ``1 - mask``, ``logical_not``, ``mask == 0``
+    (nanoGPT's ``masked_fill(tril(ones) == 0, -inf)``) and ``mask != 0``."""
     for triangle, k, keeps in (("tril", 0, True), ("triu", 1, False)):
         call = block.call(mask, triangle)
         if call is not None:
@@ -219,11 +221,28 @@ def _keeps(block: _Block, mask: Expr, size: arith.Dim) -> bool | None:
     cast = block.call(mask, "astype")
     if cast is not None:
         return _keeps(block, cast.args[0], size)
+    negated = _negated(block, mask)
+    if negated is not None:
+        inner = _keeps(block, negated, size)
+        return None if inner is None else not inner
+    for name, keeps in (("not_equal", True), ("equal", False)):  # mask != 0, mask == 0
+        call = block.call(mask, name)
+        if call is not None:
+            for other, zero in (call.args, call.args[::-1]):
+                if _constant(zero) == 0:
+                    inner = _keeps(block, other, size)
+                    return None if inner is None else inner == keeps
+            return None
+    return _compared_aranges(block, mask, size)
+
+
+def _negated(block: _Block, mask: Expr) -> Expr | None:
+    """``m`` for ``1 - m`` (of 0/1 numbers) or ``logical_not(m)``, else None."""
     flipped = block.call(mask, "subtract")
     if flipped is not None and _constant(flipped.args[0]) == 1:
-        inner = _keeps(block, flipped.args[1], size)
-        return None if inner is None else not inner
-    return _compared_aranges(block, mask, size)
+        return flipped.args[1]
+    negation = block.call(mask, "logical_not")
+    return negation.args[0] if negation is not None else None
 
 
 def _causal_mask(block: _Block, where: Call, size: arith.Dim) -> tuple[Expr, bool] | None:
