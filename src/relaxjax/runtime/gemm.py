@@ -24,6 +24,9 @@ BLAS that is not OpenBLAS goes to ``numpy.matmul`` unchanged. A 2-D right operan
 shared by every batch item folds the batch into the rows of one product (``x @ w``
 for ``x`` of shape (B, n, d)).
 
+The drivers' object code is kept in the disk cache (namespace ``blas``) like the
+kernels', so a warm process links it without running LLVM.
+
 ``RELAXJAX_BLAS_POOL=0`` in the environment (read once, when the first product runs)
 sends every product to ``numpy.matmul`` on OpenBLAS's own threads instead: the
 comparison to make when measuring this choice.
@@ -53,6 +56,8 @@ _FIELDS = ("kind", "trans_a", "trans_b", "m", "n", "k", "a", "lda", "b", "ldb", 
 #: ``b`` and the vector ``a`` swapped (``lda`` its increment): a GEMM would pack the
 #: matrix. Pointer fields always hold a pointer into their own operand.
 _GEMM, _GEMV_COLUMN, _GEMV_ROW = 0, 1, 2
+#: The disk cache's namespace for the drivers' object code (beside the kernels').
+_CACHE_NAMESPACE = "blas"
 #: Products with fewer multiply-adds than this run on the calling thread alone: waking
 #: a worker costs more than it saves.
 _SERIAL_WORK = 1 << 18
@@ -221,6 +226,7 @@ def gemm_library() -> GemmLibrary | None:
     """The compiled drivers over the process's OpenBLAS, once; None when there is no
     OpenBLAS with the cblas entry points, or ``RELAXJAX_BLAS_POOL=0`` (products then go
     to ``numpy.matmul``)."""
+    from relaxjax.backends.llvm.cache import cache_key, read_entry, write_entry
     from relaxjax.backends.llvm.gomp import ensure_libgomp
     from relaxjax.backends.llvm.jit import compile_object, load_object
     from relaxjax.backends.llvm.target import host_target
@@ -245,7 +251,12 @@ def gemm_library() -> GemmLibrary | None:
     )
     target = host_target()
     symbols = ("relaxjax_gemm_float", "relaxjax_gemm_double")
-    library = load_object(compile_object(text, target, "the BLAS driver"), symbols, target)
+    key = cache_key(text, target.cache_identity())
+    obj = read_entry(key, _CACHE_NAMESPACE)  # a warm process skips LLVM
+    if obj is None:
+        obj = compile_object(text, target, "the BLAS driver")
+        write_entry(key, obj, _CACHE_NAMESPACE)
+    library = load_object(obj, symbols, target)
     driver = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
     set_threads, get_threads = functions["set"], functions["get"]
     set_threads.argtypes, set_threads.restype = [ctypes.c_int], None
