@@ -10,7 +10,8 @@ result shape is known becomes::
 
 keeping the call's run-time ``checks``, and the module declares the function
 (``numpy_matmul = extern_decl("numpy.matmul")``). The runtime calls
-``numpy.matmul(a, b, out=c)`` (multi-threaded BLAS, jnp.matmul semantics). A
+numpy's BLAS for it (jnp.matmul semantics), on its own threads
+(:mod:`relaxjax.runtime.gemm`). A
 factorisation becomes the call of its ``numpy.linalg`` function, the symbol naming the
 attributes (``numpy.linalg.qr.mode_reduced``). Every other op call is left for
 :func:`~relaxjax.passes.legalize`. Run this pass before it.

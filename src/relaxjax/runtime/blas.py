@@ -2,7 +2,9 @@
 
 Library calls (``call_extern`` of ``numpy.matmul``, the LAPACK factorisations) run in
 numpy's BLAS, OpenBLAS in numpy's wheels; the compiled kernels' parallel loops run on
-libgomp. Both pools use every core, but never at the same time: a program runs one
+libgomp. Matrix products run OpenBLAS on libgomp's threads (:mod:`relaxjax.runtime.gemm`);
+what still runs on OpenBLAS's own pool (factorisations, products it cannot take) is
+kept from spinning here. Both pools use every core, but never at the same time: a program runs one
 launch after the other. What breaks the budget is what a pool does *after* a call.
 libgomp's workers sleep at once (``OMP_WAIT_POLICY=passive``, set before it loads,
 :mod:`relaxjax.backends.llvm.gomp`). OpenBLAS's workers spin (``sched_yield`` in a

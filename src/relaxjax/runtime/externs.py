@@ -2,7 +2,8 @@
 
 Each is called in destination-passing style with numpy arrays: the inputs, then the
 outputs (allocated by the runtime, C-contiguous, to be written in place): BLAS matrix
-products, and the LAPACK factorisations of :mod:`relaxjax.ops.decompositions` (one symbol
+products (numpy's OpenBLAS driven from the runtime's own threads, :mod:`relaxjax.runtime.gemm`),
+and the LAPACK factorisations of :mod:`relaxjax.ops.decompositions` (one symbol
 per value of their attributes).
 """
 
@@ -15,14 +16,10 @@ import numpy as np
 from relaxjax.errors import LoweringError
 from relaxjax.ops import get
 from relaxjax.ops.decompositions import LIBRARY_OPS, library_symbol
+from relaxjax.runtime import gemm
 from relaxjax.runtime.blas import share_blas_threads
 
 __all__ = ["EXTERN_FUNCTIONS", "lookup_extern"]
-
-
-def _numpy_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out = a @ b`` through numpy's BLAS (jnp.matmul semantics)."""
-    np.matmul(a, b, out=out)
 
 
 def _copy(source: np.ndarray, out: np.ndarray) -> None:
@@ -49,7 +46,7 @@ def _factorization(op_name: str, attrs: object) -> Callable[..., None]:
 
 #: symbol -> function(*inputs, *outputs)
 EXTERN_FUNCTIONS: dict[str, Callable[..., None]] = {
-    "numpy.matmul": _numpy_matmul,
+    "numpy.matmul": gemm.matmul,  # numpy's BLAS, on the runtime's threads
     "relaxjax.cuda.to_host": _copy,
     "relaxjax.cuda.to_device": _copy,
     **{
