@@ -249,19 +249,33 @@ class Decoder:
         if layout not in ("contiguous", "paged"):
             raise ValueError(f"layout must be 'contiguous' or 'paged', got {layout!r}")
         self.cfg, self.layout, self.target = cfg, layout, target
-        self.weights = dict(weights)
+        self._host_weights = dict(weights)
+        self._weights: Weights | None = None
         make = contiguous_step if layout == "contiguous" else paged_step
         jit = relax.jit(target=target, donate_argnames="cache")
         self.prefill_fn = jit(make(cfg, "n"))
         self.decode_fn = jit(make(cfg, 1))
         self.full_fn = relax.jit(full_step(cfg), target=target)
 
+    @property
+    def weights(self) -> Weights:
+        """The weights where the target computes: on the GPU for ``"cuda"`` (uploaded once,
+        at first use, so that no call copies them again)."""
+        if self._weights is None:
+            self._weights = _on_target(self._host_weights, self.target)
+        return self._weights
+
     def new_cache(self, batch: int, capacity: int, page_size: int = 16):
-        """An empty cache for ``batch`` sequences of up to ``capacity`` positions each."""
+        """An empty cache for ``batch`` sequences of up to ``capacity`` positions each (in
+        device memory for ``"cuda"``)."""
         if self.layout == "contiguous":
-            return ContiguousCache.empty(self.cfg, batch, capacity)
-        pages = batch * -(-capacity // page_size)
-        return PagedCache.empty(self.cfg, batch, pages, page_size)
+            cache = ContiguousCache.empty(self.cfg, batch, capacity)
+        else:
+            pages = batch * -(-capacity // page_size)
+            cache = PagedCache.empty(self.cfg, batch, pages, page_size)
+        cache.k = list(_on_target(dict(enumerate(cache.k)), self.target).values())
+        cache.v = list(_on_target(dict(enumerate(cache.v)), self.target).values())
+        return cache
 
     def prefill(self, tokens, cache, lengths=None):
         """Run prompts ``tokens (b, n)`` (``lengths[s]`` tokens of row ``s`` are the
@@ -306,6 +320,17 @@ class Decoder:
         tokens = np.asarray(tokens, np.int32)
         start = np.zeros(len(tokens), np.int32) if start is None else np.asarray(start, np.int32)
         return self.full_fn(self.weights, tokens, start)
+
+
+def _on_target(arrays: dict, target: str) -> dict:
+    """``arrays`` in the target's memory: as they are for the CPU, device arrays for
+    ``"cuda"`` (a call would otherwise copy every numpy argument to the GPU)."""
+    if target != "cuda":
+        return arrays
+    from relaxjax.runtime.cuda import as_device_array, current_device
+
+    device = current_device()
+    return {name: as_device_array(device, array) for name, array in arrays.items()}
 
 
 def pad_prompts(prompts: list[list[int]], side: str, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
