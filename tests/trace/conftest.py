@@ -124,7 +124,7 @@ def reference_runtime(monkeypatch):
     jit_module = importlib.import_module("relaxjax.jit")  # relaxjax.jit is the function
     built = []
 
-    def build_executable(mod, target, entry=None):
+    def build_executable(mod, target, entry=None, library=True):
         built.append(mod)
         return interpret(mod, target)
 

@@ -51,7 +51,7 @@ def test_half_matmuls_assemble_on_tensor_cores_without_spills(dtype, arch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = compile_program(
-            _program(dtype, "m", False).trace(), CudaTarget(arch), assemble=True
+            _program(dtype, "m", False).trace(), CudaTarget(arch), assemble=True, library=False
         )
     (kernel,) = program.cuda.kernels.values()
     assert dict(kernel.func.attrs)["schedule_rule"] == "matmul"
@@ -80,7 +80,7 @@ def test_one_row_products_and_epilogues_are_one_kernel_each(dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = compile_program(
-            _program(dtype, 1, True).trace(), CudaTarget("sm_90"), assemble=True
+            _program(dtype, 1, True).trace(), CudaTarget("sm_90"), assemble=True, library=False
         )
     rules = {name: dict(k.func.attrs)["schedule_rule"] for name, k in program.cuda.kernels.items()}
     assert sorted(rules.values()) == ["injective", "matmul"], rules  # no fallback
