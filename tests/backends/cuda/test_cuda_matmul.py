@@ -44,7 +44,7 @@ def _program(dtype: str, rows: object, epilogue: bool):
     [
         ("float16", "sm_80"),
         pytest.param("float16", "sm_90", marks=pytest.mark.slow),
-        ("bfloat16", "sm_90"),
+        pytest.param("bfloat16", "sm_90", marks=pytest.mark.slow),
     ],
 )
 def test_half_matmuls_assemble_on_tensor_cores_without_spills(dtype, arch):

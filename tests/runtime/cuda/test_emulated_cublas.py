@@ -139,6 +139,7 @@ def test_library_false_runs_generated_matmuls(emulated):
 
 
 @needs_ptxas
+@pytest.mark.slow
 def test_gpt_block_with_cublas_matmuls(emulated):
     driver, _ = emulated
     rng = np.random.default_rng(5)

@@ -244,6 +244,7 @@ def test_tensor_core_products_of_any_sizes_and_batches():
         _check(func, "float16", shape, False, rng, batch=2)
 
 
+@pytest.mark.slow
 def test_few_rows_take_smaller_tensor_core_tiles_chosen_at_run_time():
     # rows <= 8: the GEMVs; <= 12: 16x16 tiles in steps of 32 (one warp); more: 32x32.
     params = replace(SMALL, mma_small_tiles=((12, 16, 16, 32, 1, 1),))
