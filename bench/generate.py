@@ -421,7 +421,9 @@ def main() -> None:
     if options.target == "cpu":
         jax.config.update("jax_platforms", "cpu")
 
-    cfg = GPT2Config(layers=options.layers)
+    # positions beyond GPT-2's 1024 (m = 1024 plus the decoded steps): a longer wpe
+    longest = max(max(options.m), max(options.n)) + options.steps + 2
+    cfg = GPT2Config(layers=options.layers, context=max(1024, longest))
     w = random_weights(cfg)
     weight_bytes = sum(a.nbytes for k, a in w.items() if k != "wte.weight" and k != "wpe.weight")
     if options.profile:
