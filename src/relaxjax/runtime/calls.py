@@ -136,32 +136,29 @@ class CalleeWriter(ProgramWriter):
         self.writer.line(f"{destination} = {self._empty}({value.shape_code}, {dtype})", 2)
         self.writer.line(f"{value.ref} = {destination}")
 
+    def _copyto(self) -> str:
+        """The generated code's name of ``copyto(destination, source)`` (numpy's here)."""
+        return self.writer.constant(np.copyto, "copyto")
+
     def _emit_return(self, outputs: Sequence[Value]) -> None:
-        copyto = self.writer.constant(np.copyto, "copyto")
+        copyto = self._copyto()
         donated = donated_params(self.function)
         handed: set[Storage] = set()  # donated parameters already returned once
         for destination, value in self._copies:
-            current = self.storage_values.get(value.storage, value)
-            if value.view is not None:  # a view of memory of ours (or an argument's)
-                array = self._array_code(value)
-                self.writer.line(f"if {destination} is None:")
-                self.writer.line(f"{destination} = {array}.copy()", 2)
-                self.writer.line("else:")
-                self.writer.line(f"{copyto}({destination}, {array})", 2)
-                continue
+            array = self._array_code(value)  # a view: of memory of ours or an argument's
             storage = value.storage
             own = storage.kind == "param" and storage.index in donated and storage not in handed
-            if own:  # a carry the loop gave us (maybe updated in place): hand it back
+            if own and value.view is None:  # a carry the loop gave us: hand it back
                 handed.add(storage)
                 self.writer.line(f"if {destination} is None:")
-                self.writer.line(f"{destination} = {current.ref}", 2)
-                self.writer.line(f"elif {destination} is not {current.ref}:")
-                self.writer.line(f"{copyto}({destination}, {current.ref})", 2)
+                self.writer.line(f"{destination} = {array}", 2)
+                self.writer.line(f"elif {destination} is not {array}:")
+                self.writer.line(f"{copyto}({destination}, {array})", 2)
                 continue
             self.writer.line(f"if {destination} is None:")
-            self.writer.line(f"{destination} = {current.ref}.copy()", 2)
+            self.writer.line(f"{destination} = {array}.copy()", 2)
             self.writer.line("else:")
-            self.writer.line(f"{copyto}({destination}, {current.ref})", 2)
+            self.writer.line(f"{copyto}({destination}, {array})", 2)
         results = "".join(f"o{i}, " for i in range(len(outputs)))
         self.writer.line(f"return ({results})")
 

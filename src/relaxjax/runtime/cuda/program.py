@@ -34,7 +34,6 @@ from relaxjax.ir import (
     Call,
     Function,
     IRModule,
-    donated_params,
 )
 from relaxjax.passes.dispatch_cuda import is_device_library
 from relaxjax.passes.placement import TO_DEVICE, TO_HOST
@@ -207,13 +206,20 @@ class _OnDevice(ProgramWriter):
     in device memory, kernels launched through their launchers, explicit copies, and
     control-flow runners that copy and slice device arrays."""
 
-    def _init_device(self, device: Device, launchers: Mapping[str, KernelLauncher]) -> None:
+    def __init__(
+        self,
+        function: Function,
+        kernels: Mapping[str, KernelHandle],
+        launchers: Mapping[str, KernelLauncher],
+        device: Device,
+        recorder: Recorder | None = None,
+        callees: Mapping[str, CalleeCode] | None = None,
+    ) -> None:
         self.device = device
         self.launchers = dict(launchers)
         self.on_host: set[Storage] = set()
         self.control_ops = device_array_ops(device)
-
-    def _device_helpers(self) -> None:
+        super().__init__(function, kernels, callees, recorder)
         writer = self.writer
         self._upload = writer.constant(functools.partial(as_device_array, self.device), "to_device")
         self._device_empty = writer.constant(functools.partial(device_empty, self.device), "dempty")
@@ -358,19 +364,6 @@ class _OnDevice(ProgramWriter):
 class CudaProgramWriter(_OnDevice):
     """The generated code of a cuda executable (see the module doc)."""
 
-    def __init__(
-        self,
-        function: Function,
-        kernels: Mapping[str, KernelHandle],
-        launchers: Mapping[str, KernelLauncher],
-        device: Device,
-        recorder: Recorder | None = None,
-        callees: Mapping[str, CalleeCode] | None = None,
-    ) -> None:
-        self._init_device(device, launchers)
-        ProgramWriter.__init__(self, function, kernels, callees, recorder)
-        self._device_helpers()
-
     def _emit_params(self) -> list[str]:
         params = super()._emit_params()
         for param in self.function.params:
@@ -385,20 +378,6 @@ class CudaCalleeWriter(_OnDevice, CalleeWriter):
     jitted function, or a region of control flow), on device arrays: see
     :mod:`relaxjax.runtime.calls`."""
 
-    def __init__(
-        self,
-        function: Function,
-        kernels: Mapping[str, KernelHandle],
-        launchers: Mapping[str, KernelLauncher],
-        device: Device,
-        recorder: Recorder | None = None,
-        callees: Mapping[str, CalleeCode] | None = None,
-    ) -> None:
-        self._init_device(device, launchers)
-        CalleeWriter.__init__(self, function, kernels, callees, recorder)
-        self._device_helpers()
-        self._copy = self.writer.constant(copy_device, "dcopyto")
-
     def _place(self, value: Value) -> None:
         destination = self._destinations.get(value.storage)
         if destination is None:
@@ -409,25 +388,8 @@ class CudaCalleeWriter(_OnDevice, CalleeWriter):
         self.writer.line(f"{destination} = {self._device_empty}({value.shape_code}, {dtype})", 2)
         self.writer.line(f"{value.ref} = {destination}")
 
-    def _emit_return(self, outputs: Sequence[Value]) -> None:
-        donated = donated_params(self.function)
-        handed: set[Storage] = set()  # donated parameters already returned once
-        for destination, value in self._copies:
-            array = self._array_code(value)
-            storage = value.storage
-            if storage.kind == "param" and storage.index in donated and storage not in handed:
-                handed.add(storage)  # a carry the loop gave us: hand it back as it is
-                self.writer.line(f"if {destination} is None:")
-                self.writer.line(f"{destination} = {array}", 2)
-                self.writer.line(f"elif {destination} is not {array}:")
-                self.writer.line(f"{self._copy}({destination}, {array})", 2)
-                continue
-            self.writer.line(f"if {destination} is None:")
-            self.writer.line(f"{destination} = {array}.copy()", 2)
-            self.writer.line("else:")
-            self.writer.line(f"{self._copy}({destination}, {array})", 2)
-        results = "".join(f"o{i}, " for i in range(len(outputs)))
-        self.writer.line(f"return ({results})")
+    def _copyto(self) -> str:
+        return self.writer.constant(copy_device, "dcopyto")
 
 
 def _arena_view(
